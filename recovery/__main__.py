@@ -1,0 +1,3 @@
+from recovery.cli import main
+
+main()

@@ -1,0 +1,10 @@
+"""``stream-recovery checkpoint ...``: inspect a Spark checkpoint, list and restore backups."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(name="checkpoint")
+def checkpoint() -> None:
+    """Read Spark Structured Streaming checkpoints; list and restore backups."""

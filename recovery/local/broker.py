@@ -1,0 +1,307 @@
+"""A real single-node Apache Kafka broker (KRaft, broker and controller in one JVM).
+
+Start it, use ``broker.bootstrap_servers``, stop it::
+
+    with LocalKafkaBroker() as broker:
+        AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics()
+
+Steps, as Kafka's quickstart does them with ``kafka-storage.sh`` and ``kafka-server-start.sh``:
+pick free loopback ports, write ``server.properties`` in a temp dir, format the storage with
+``kafka.tools.StorageTool``, start ``kafka.Kafka``, wait until it serves metadata. ``stop()`` sends
+SIGTERM (Kafka's shutdown hook), then SIGKILL after a grace period, and removes the temp dir.
+
+No orphan broker survives a crashed test run: the JVM is started with the parent-death signal set to
+SIGKILL (Linux ``prctl(PR_SET_PDEATHSIG)``, through util-linux ``setpriv --pdeathsig``), so it dies
+with the Python process that started it even on SIGKILL, and an ``atexit`` hook stops it on a normal
+interpreter exit.
+
+The settings make retention observable within seconds (the defaults wait 30 s before the first
+retention run, check every 5 minutes and delay segment deletion by a minute).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from recovery.errors import RigError
+from recovery.local.jars import jar_dir
+
+# Retention settings that make the log start offset move within a second or two, as in production
+# but faster. Kafka 4.x refuses segments under 1 MiB (KIP-1030); topics that need small segments use
+# `segment.ms` (roll by time) instead.
+RETENTION_TESTABLE = {
+    "log.initial.task.delay.ms": "0",
+    "log.retention.check.interval.ms": "1000",
+    "log.segment.delete.delay.ms": "0",
+    "log.segment.bytes": str(1024 * 1024),
+}
+
+_LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = FILE
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def kafka_uuid() -> str:
+    """A Kafka ``Uuid`` string (22 chars of URL-safe base64, no padding), as ``random-uuid`` prints."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise RigError("java not found: the embedded Kafka broker needs Java 17+ on PATH or JAVA_HOME")
+    return java
+
+
+def _die_with_parent() -> list[str]:
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
+
+
+class LocalKafkaBroker:
+    """A real Kafka broker on 127.0.0.1, in a temp dir of its own.
+
+    ``config`` adds or overrides broker settings (``server.properties`` keys).
+    """
+
+    def __init__(
+        self,
+        *,
+        config: Mapping[str, str] | None = None,
+        heap: str = "512m",
+        log_level: str = "INFO",
+        start_timeout: float = 90.0,
+    ) -> None:
+        self._extra = dict(config or {})
+        self._heap = heap
+        self._log_level = log_level
+        self._start_timeout = start_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self.port = 0
+        self.controller_port = 0
+        self.cluster_id = ""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        if not self.port:
+            raise RigError("the broker is not started")
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        if self._workdir is None:
+            raise RigError("the broker is not started")
+        return self._workdir / "server.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def start(self) -> LocalKafkaBroker:
+        if self._proc is not None:
+            return self
+        self._workdir = Path(tempfile.mkdtemp(prefix="stream-recovery-kafka-"))
+        atexit.register(self.stop)
+        try:
+            # Ports are chosen, then bound by the JVM a moment later; another process can take one in
+            # between, so a start that fails that way is tried again on new ports.
+            for attempt in range(3):
+                self.port, self.controller_port = free_port(), free_port()
+                self.cluster_id = kafka_uuid()
+                props = self._write_config()
+                self._format(props)
+                self._launch(props)
+                try:
+                    self._wait_until_ready()
+                    return self
+                except RigError:
+                    if attempt == 2 or "Address already in use" not in self._log_tail():
+                        raise
+                    self._terminate()
+            raise AssertionError("unreachable")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        self._terminate()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        atexit.unregister(self.stop)
+
+    def __enter__(self) -> LocalKafkaBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- fault injection (tests) -------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Freeze the broker with SIGSTOP: connections stay open, nothing answers."""
+        if self._proc:
+            self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._proc:
+            self._proc.send_signal(signal.SIGCONT)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _settings(self) -> dict[str, str]:
+        assert self._workdir is not None
+        listeners = f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            # Static quorum (controller.quorum.voters): formatted without --standalone.
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": listeners,
+            "advertised.listeners": listeners,
+            "inter.broker.listener.name": "PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self._workdir / "data"),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
+            "delete.topic.enable": "true",
+            **RETENTION_TESTABLE,
+        }
+        settings.update(self._extra)
+        return settings
+
+    def _write_config(self) -> Path:
+        assert self._workdir is not None
+        props = self._workdir / "server.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in self._settings().items()))
+        (self._workdir / "log4j2.properties").write_text(
+            _LOG4J2.format(log=self._workdir / "server.log", level=self._log_level)
+        )
+        return props
+
+    def _java_cmd(self, main_class: str, *args: str) -> list[str]:
+        assert self._workdir is not None
+        return [
+            _java(),
+            f"-Xmx{self._heap}",
+            "-Xms128m",
+            "-XX:+UseG1GC",
+            "-XX:TieredStopAtLevel=1",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self._workdir / 'log4j2.properties'}",
+            "-cp",
+            f"{jar_dir('kafka')}/*",
+            main_class,
+            *args,
+        ]
+
+    def _format(self, props: Path) -> None:
+        data = Path(self._settings()["log.dirs"])
+        shutil.rmtree(data, ignore_errors=True)
+        cmd = self._java_cmd("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(props))
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise RigError(
+                f"kafka.tools.StorageTool format failed ({done.returncode}): "
+                f"{(done.stderr or done.stdout).strip()[-2000:]}"
+            )
+
+    def _launch(self, props: Path) -> None:
+        assert self._workdir is not None
+        out = open(self._workdir / "stdout.log", "ab")  # noqa: SIM115 - owned by the child
+        try:
+            self._proc = subprocess.Popen(
+                [*_die_with_parent(), *self._java_cmd("kafka.Kafka", str(props))],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a Ctrl-C in the terminal reaches us, and we stop it cleanly
+            )
+        finally:
+            out.close()
+
+    def _wait_until_ready(self) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        deadline = time.monotonic() + self._start_timeout
+        while time.monotonic() < deadline:
+            if self._proc is None or self._proc.poll() is not None:
+                raise RigError(f"the Kafka broker exited during start-up:\n{self._log_tail()}")
+            with contextlib.suppress(Exception):
+                metadata = admin.list_topics(timeout=1)
+                if metadata.brokers:
+                    return
+            time.sleep(0.2)
+        raise RigError(
+            f"the Kafka broker did not serve metadata within {self._start_timeout:.0f}s:\n{self._log_tail()}"
+        )
+
+    def _log_tail(self, lines: int = 30) -> str:
+        if self._workdir is None:
+            return ""
+        text = ""
+        for name in ("stdout.log", "server.log"):
+            path = self._workdir / name
+            if path.exists():
+                text += path.read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def _terminate(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGCONT)  # a paused broker cannot run its shutdown hook
+            proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

@@ -1,0 +1,73 @@
+"""A local SparkSession with the real Kafka connector and Delta on ``spark.jars``.
+
+PySpark starts its JVM with every builder setting as ``--conf``, so the jars must be set before the
+first session in the process. ``spark.jars`` (not ``extraClassPath``) keeps Spark's own classes first:
+jars that pyspark already ships (Hadoop, Jackson, Scala, logging) are left out of the list anyway, so
+exactly one copy of each class is on the path. No Ivy: the jars come from ``make jars`` (Maven).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from recovery.local.jars import jars, split_jar_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def spark_jars() -> list[Path]:
+    """The connector and Delta closure minus the artifacts pyspark already bundles."""
+    import pyspark
+
+    bundled = {split_jar_name(p)[0] for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [p for p in jars("spark") if split_jar_name(p)[0] not in bundled]
+
+
+def local_spark(
+    app_name: str = "stream-recovery-rig", conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """Build (or return the running) local SparkSession for the rig."""
+    from pyspark.sql import SparkSession
+
+    scratch = Path(tempfile.mkdtemp(prefix="stream-recovery-spark-"))
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app_name)
+        .config("spark.jars", ",".join(str(p) for p in spark_jars()))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.catalogImplementation", "in-memory")
+        .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
+        .config("spark.local.dir", str(scratch / "local"))
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def jvm_versions(spark: SparkSession) -> dict[str, str]:
+    """Versions as the running JVM reports them (the classes actually loaded)."""
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - py4j gateway, the only way in
+    assert jvm is not None
+    return {
+        "Spark (JVM)": spark.version,
+        "kafka-clients (loaded by Spark)": str(
+            jvm.org.apache.kafka.common.utils.AppInfoParser.getVersion()
+        ),
+        # py4j resolves names through Spark's class loader, which holds the spark.jars.
+        "Delta (loaded by Spark)": str(
+            jvm.io.delta.sql.DeltaSparkSessionExtension._java_lang_class.getPackage().getImplementationVersion()
+        ),
+    }

@@ -1,0 +1,128 @@
+"""Topic and record helpers for the demo and the tests, on the real broker (confluent-kafka).
+
+Records are keyed and may carry a chosen CreateTime timestamp, so tests can place data in time
+(retention by time, offset-for-timestamp lookups).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from recovery.errors import RigError
+
+
+@dataclass(frozen=True)
+class Record:
+    key: str
+    value: str
+    partition: int | None = None
+    timestamp_ms: int | None = None  # CreateTime; None lets the producer stamp it
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def _wait(futures: Mapping[object, object], what: str, timeout: float = 30.0) -> None:
+    for key, future in futures.items():
+        try:
+            future.result(timeout=timeout)  # type: ignore[attr-defined]
+        except KafkaException as exc:
+            raise RigError(f"{what} {key}: {exc}") from exc
+
+
+def create_topic(
+    bootstrap: str, topic: str, partitions: int, config: Mapping[str, str] | None = None
+) -> None:
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=dict(config or {}))
+    client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
+    _wait(client.create_topics([new], operation_timeout=30), "create topic")
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Delete ``topic`` and wait until the broker no longer lists it (deletion is asynchronous)."""
+    import time
+
+    client = admin(bootstrap)
+    _wait(client.delete_topics([topic], operation_timeout=30), "delete topic")
+    deadline = time.monotonic() + 30
+    while topic in client.list_topics(timeout=10).topics:
+        if time.monotonic() > deadline:
+            raise RigError(f"topic {topic} was still listed 30 s after it was deleted")
+        time.sleep(0.2)
+
+
+def alter_topic_config(bootstrap: str, topic: str, config: Mapping[str, str]) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    entries = [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in config.items()
+    ]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+    client = admin(bootstrap)
+    _wait(client.incremental_alter_configs([resource]), "alter topic config")
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> int:
+    """Produce ``records`` synchronously (idempotent producer, acks=all); return how many."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
+    errors: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    count = 0
+    for rec in records:
+        kwargs: dict[str, object] = {"key": rec.key, "value": rec.value, "on_delivery": on_delivery}
+        if rec.partition is not None:
+            kwargs["partition"] = rec.partition
+        if rec.timestamp_ms is not None:
+            kwargs["timestamp"] = rec.timestamp_ms
+        producer.produce(topic, **kwargs)
+        producer.poll(0)
+        count += 1
+    remaining = producer.flush(30)
+    if errors or remaining:
+        raise RigError(f"producing to {topic}: {remaining} undelivered, errors: {errors[:3]}")
+    return count
+
+
+def keyed_records(
+    count: int,
+    *,
+    partitions: int,
+    start: int = 0,
+    timestamp_ms: int | None = None,
+    prefix: str = "k",
+) -> list[Record]:
+    """``count`` records ``k<i>`` -> ``v<i>``, spread round-robin over ``partitions`` partitions."""
+    return [
+        Record(f"{prefix}{i}", f"v{i}", partition=i % partitions, timestamp_ms=timestamp_ms)
+        for i in range(start, start + count)
+    ]
+
+
+def offset_range(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
+    """(log start offset, high watermark) of one partition, as a consumer sees them."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "stream-recovery-rig"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        return int(low), int(high)
+    finally:
+        consumer.close()
+
+
+def delete_records(bootstrap: str, topic: str, before: Mapping[int, int]) -> None:
+    """Advance the log start offset of each partition to ``before[partition]`` (DeleteRecords)."""
+    tps = [TopicPartition(topic, p, o) for p, o in sorted(before.items())]
+    client = admin(bootstrap)
+    _wait(client.delete_records(tps, operation_timeout=30), "delete records")
