@@ -46,3 +46,56 @@ class ExternalError(RecoveryError):
 
 class RigError(ExternalError):
     """The embedded test/demo rig (``recovery.local``) could not start or stopped unexpectedly."""
+
+
+# -- bad input (exit 2) --------------------------------------------------------------------------
+
+
+class CheckpointFormatError(InvalidInput):
+    """A checkpoint file is malformed. The message names the file and what is wrong."""
+
+
+class OffsetSpecError(InvalidInput):
+    """An offset, time or partition spec given by the user cannot be parsed."""
+
+
+class ConfigError(InvalidInput):
+    """A configuration file (``--command-config``, ``conf/``) is unreadable or invalid."""
+
+
+# -- state (exit 1) ------------------------------------------------------------------------------
+
+
+class CheckpointInUse(StateError):
+    """The checkpoint looks in use by a running query; nothing was written."""
+
+
+class LossBudgetExceeded(StateError):
+    """A repair would lose more records than the policy allows; nothing was written."""
+
+
+class PlanOutdated(StateError):
+    """What a plan was made from changed before it was applied; nothing was written."""
+
+
+# -- external systems (exit 3) -------------------------------------------------------------------
+
+
+class StorageError(ExternalError):
+    """Checkpoint or table storage could not be read or written."""
+
+
+class KafkaError(ExternalError):
+    """A Kafka request failed."""
+
+
+class KafkaUnavailable(KafkaError):
+    """No answer from the Kafka cluster within the deadline."""
+
+
+class TopicNotFound(KafkaError):
+    """A topic named by the user or a checkpoint does not exist on the cluster."""
+
+
+class DeltaError(ExternalError):
+    """A Delta table could not be read or written."""

@@ -88,9 +88,7 @@ def produce(bootstrap: str) -> Callable[..., int]:
         start: int = 0,
         timestamp_ms: int | None = None,
     ) -> int:
-        records = topics.keyed_records(
-            count, partitions=partitions, start=start, timestamp_ms=timestamp_ms
-        )
+        records = topics.keyed_records(count, partitions=partitions, start=start, timestamp_ms=timestamp_ms)
         return topics.produce(bootstrap, topic, records)
 
     return send

@@ -26,9 +26,11 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from recovery.cli.checkpoint import checkpoint
+    # Each command module adds its own commands; the modules import nothing heavy at load time.
+    from recovery.cli import checkpoint, offsets
 
-    cli.add_command(checkpoint)
+    for module in (checkpoint, offsets):
+        module.register(cli)
 
 
 _register()

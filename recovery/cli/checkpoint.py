@@ -8,3 +8,7 @@ import click
 @click.group(name="checkpoint")
 def checkpoint() -> None:
     """Read Spark Structured Streaming checkpoints; list and restore backups."""
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(checkpoint)

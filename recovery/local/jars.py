@@ -64,9 +64,7 @@ def versions() -> dict[str, str]:
         "Kafka broker": artifact_version("kafka", "kafka_2.13"),
         "pyspark": dist("pyspark"),
         "spark-sql-kafka-0-10": artifact_version("spark", "spark-sql-kafka-0-10_2.13"),
-        "spark-token-provider-kafka-0-10": artifact_version(
-            "spark", "spark-token-provider-kafka-0-10_2.13"
-        ),
+        "spark-token-provider-kafka-0-10": artifact_version("spark", "spark-token-provider-kafka-0-10_2.13"),
         "kafka-clients (Spark)": artifact_version("spark", "kafka-clients"),
         "delta-spark (JVM)": artifact_version("spark", "delta-spark_4.2_2.13"),
         "delta-spark (Python)": dist("delta-spark"),

@@ -44,9 +44,7 @@ def start_kafka_to_delta(
         "timestamp",
     )
     writer = (
-        rows.writeStream.format("delta")
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
+        rows.writeStream.format("delta").option("checkpointLocation", checkpoint).trigger(availableNow=True)
     )
     if query_name:
         writer = writer.queryName(query_name)

@@ -27,9 +27,7 @@ def spark_jars() -> list[Path]:
     return [p for p in jars("spark") if split_jar_name(p)[0] not in bundled]
 
 
-def local_spark(
-    app_name: str = "stream-recovery-rig", conf: Mapping[str, str] | None = None
-) -> SparkSession:
+def local_spark(app_name: str = "stream-recovery-rig", conf: Mapping[str, str] | None = None) -> SparkSession:
     """Build (or return the running) local SparkSession for the rig."""
     from pyspark.sql import SparkSession
 
@@ -59,13 +57,11 @@ def local_spark(
 
 def jvm_versions(spark: SparkSession) -> dict[str, str]:
     """Versions as the running JVM reports them (the classes actually loaded)."""
-    jvm = spark.sparkContext._jvm  # noqa: SLF001 - py4j gateway, the only way in
+    jvm = spark.sparkContext._jvm  # the py4j gateway, the only way in
     assert jvm is not None
     return {
         "Spark (JVM)": spark.version,
-        "kafka-clients (loaded by Spark)": str(
-            jvm.org.apache.kafka.common.utils.AppInfoParser.getVersion()
-        ),
+        "kafka-clients (loaded by Spark)": str(jvm.org.apache.kafka.common.utils.AppInfoParser.getVersion()),
         # py4j resolves names through Spark's class loader, which holds the spark.jars.
         "Delta (loaded by Spark)": str(
             jvm.io.delta.sql.DeltaSparkSessionExtension._java_lang_class.getPackage().getImplementationVersion()

@@ -59,9 +59,7 @@ def delete_topic(bootstrap: str, topic: str) -> None:
 def alter_topic_config(bootstrap: str, topic: str, config: Mapping[str, str]) -> None:
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
 
-    entries = [
-        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in config.items()
-    ]
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in config.items()]
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
     client = admin(bootstrap)
     _wait(client.incremental_alter_configs([resource]), "alter topic config")
@@ -69,9 +67,7 @@ def alter_topic_config(bootstrap: str, topic: str, config: Mapping[str, str]) ->
 
 def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> int:
     """Produce ``records`` synchronously (idempotent producer, acks=all); return how many."""
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
-    )
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     errors: list[str] = []
 
     def on_delivery(err: object, _msg: object) -> None:
