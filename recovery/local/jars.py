@@ -14,7 +14,7 @@ from pathlib import Path
 from recovery.errors import RigError
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-_VERSIONED = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d[\w.\-]*)\.jar$")
+_VERSIONED = re.compile(r"^(?P<artifact>.+)-(?P<version>\d+\.\d+[\w.\-]*)\.jar$")
 
 
 def jar_root() -> Path:

@@ -47,6 +47,7 @@ def local_spark(app_name: str = "stream-recovery-rig", conf: Mapping[str, str] |
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.sql.streaming.stopTimeout", "30s")
+        .config("spark.ui.showConsoleProgress", "false")
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
@@ -67,3 +68,25 @@ def jvm_versions(spark: SparkSession) -> dict[str, str]:
             jvm.io.delta.sql.DeltaSparkSessionExtension._java_lang_class.getPackage().getImplementationVersion()
         ),
     }
+
+
+def error_conditions(exc: BaseException) -> list[tuple[str, str | None, str]]:
+    """(Java class, Spark error condition, message) along a pyspark exception's cause chain.
+
+    ``StreamingQueryException`` wraps the real failure several levels deep (STREAM_FAILED ->
+    task failure -> the source's own error); tests and the demo look for the source's condition,
+    e.g. ``KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE``.
+    """
+    from py4j.protocol import Py4JError
+
+    chain: list[tuple[str, str | None, str]] = []
+    throwable = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    while throwable is not None and len(chain) < 25:
+        try:
+            condition = str(throwable.getCondition())
+        except Py4JError:
+            condition = None
+        message = str(throwable.getMessage() or "").strip()
+        chain.append((str(throwable.getClass().getName()), condition, message))
+        throwable = throwable.getCause()
+    return chain
