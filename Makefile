@@ -14,9 +14,11 @@ demo: venv jars
 test: venv jars lint
 	$(PY) -m pytest
 
+LINTED := $(wildcard recovery tests jobs benchmarks)
+
 lint: venv
-	$(VENV)/bin/ruff check recovery tests jobs benchmarks
-	$(VENV)/bin/ruff format --check recovery tests jobs benchmarks
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml

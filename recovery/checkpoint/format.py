@@ -1,0 +1,566 @@
+"""Spark Structured Streaming checkpoint files: bytes <-> frozen values. Pure: no IO, no clock.
+
+Files handled (see docs/checkpoint.md and the spec, ../shared/reference/spark-checkpoint-format.md):
+
+* ``metadata``           ``{"id":"<query id>"}``                                  -> :class:`StreamMetadata`
+* ``offsets/<N>``        ``v1`` / ``v2`` + metadata line + one line per source      -> :class:`OffsetLogEntry`
+* ``commits/<N>``        ``v1`` / ``v2`` / ``v3`` + one JSON line                  -> :class:`CommitLogEntry`
+* ``sources/<i>/0``      Kafka initial offsets: NUL + ``v1`` + LF + JSON (or 2.1.0) -> :class:`InitialOffsets`
+
+Every parsed value keeps the exact text of what it does not interpret (version line, metadata line,
+opaque source offsets, trailing newline), so ``serialize_*(parse_*(b)) == b`` for every file Spark
+writes, and a rewrite changes only the Kafka offsets it was asked to change.
+
+Every error is a :class:`~recovery.errors.CheckpointFormatError` whose one-line message starts with
+the file's path and says what is wrong, e.g. ``/x/chk/offsets/17: line 3 is not JSON (column 41)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+from recovery.errors import CheckpointFormatError
+from recovery.model import TopicPartition
+
+# OffsetSeqLog.VERSION_1/VERSION_2 (Spark 4.2+ reads both); CommitLog max 3 (4.2+); the Kafka
+# initial-offset file (KafkaSourceInitialOffsetWriter.VERSION) is v1.
+MAX_OFFSET_LOG_VERSION = 2
+MAX_COMMIT_LOG_VERSION = 3
+MAX_INITIAL_OFFSETS_VERSION = 1
+VOID_OFFSET = "-"  # OffsetSeqLog.SERIALIZED_VOID_OFFSET
+
+
+class SourceKind(StrEnum):
+    KAFKA = "kafka"
+    DELTA = "delta"
+    OPAQUE = "opaque"  # rate, file, custom sources: kept verbatim, never rewritten
+
+
+# -- values ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreamMetadata:
+    """``metadata``: the query id (``StreamMetadata(id)``), plus the exact file text."""
+
+    query_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class KafkaOffsets:
+    """A ``KafkaSourceOffset``: next offset to read per partition, in the order of the file."""
+
+    partitions: tuple[tuple[TopicPartition, int], ...]
+
+    @property
+    def offsets(self) -> dict[TopicPartition, int]:
+        return dict(self.partitions)
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(tp.topic for tp, _ in self.partitions))
+
+    def to_json(self) -> str:
+        """Spelled as Spark's JsonUtils.partitionOffsets spells it: compact, partitions as strings."""
+        by_topic: dict[str, dict[str, int]] = {}
+        for tp, offset in self.partitions:
+            by_topic.setdefault(tp.topic, {})[str(tp.partition)] = offset
+        return json.dumps(by_topic, separators=(",", ":"), ensure_ascii=False)
+
+    def with_offsets(self, changes: Mapping[TopicPartition, int | None]) -> KafkaOffsets:
+        """New offsets: listed partitions get their new value in place (``None`` drops the partition);
+        partitions not yet present are appended after their topic's last partition."""
+        for tp, offset in changes.items():
+            if tp.partition < 0:
+                raise ValueError(f"{tp}: partition must be non-negative")
+            if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
+                raise ValueError(f"{tp}: offset must be a non-negative integer, got {offset!r}")
+        out = [(tp, changes.get(tp, off)) for tp, off in self.partitions]
+        known = {tp for tp, _ in self.partitions}
+        for tp, offset in sorted((tp, o) for tp, o in changes.items() if tp not in known and o is not None):
+            last = max((i for i, (t, _) in enumerate(out) if t.topic == tp.topic), default=len(out) - 1)
+            out.insert(last + 1, (tp, offset))
+        return KafkaOffsets(tuple((tp, o) for tp, o in out if o is not None))
+
+
+@dataclass(frozen=True)
+class DeltaSourceOffset:
+    """A Delta Lake ``DeltaSourceOffset`` line (delta-io/delta DeltaSourceOffset.scala)."""
+
+    source_version: int
+    reservoir_id: str
+    reservoir_version: int
+    index: int
+    is_starting_version: bool
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    """One source's offset in an ``offsets/<N>`` file.
+
+    ``source_id`` is the source index as Spark spells it (line index in v1, the ``<id>:`` prefix in
+    v2); ``text`` is the exact text after any ``<id>:`` prefix, ``None`` for ``-`` (no offset).
+    """
+
+    source_id: str
+    text: str | None
+    kind: SourceKind | None
+    kafka: KafkaOffsets | None = None
+    delta: DeltaSourceOffset | None = None
+
+    @property
+    def index(self) -> int | None:
+        return int(self.source_id) if self.source_id.isdigit() else None
+
+
+@dataclass(frozen=True)
+class OffsetSeqMetadata:
+    """Line 2 of ``offsets/<N>`` (OffsetSeqMetadata / OffsetSeqMetadataV2), as read."""
+
+    batch_watermark_ms: int
+    batch_timestamp_ms: int
+    conf: tuple[tuple[str, str], ...]
+    source_metadata_info: tuple[tuple[str, str], ...] | None = None  # id -> compact JSON (v2)
+
+
+@dataclass(frozen=True)
+class OffsetLogEntry:
+    """``offsets/<N>``: the write-ahead log entry of batch ``batch_id``."""
+
+    batch_id: int
+    version: int
+    metadata: OffsetSeqMetadata | None
+    sources: tuple[SourceOffset, ...]
+    version_text: str  # exact line 1, e.g. "v1"
+    metadata_text: str  # exact line 2, copied byte for byte on rewrite
+    trailing: str = ""  # "\n" if the file ends with a newline (accepted by Spark's getLines)
+
+    def source(self, source_id: int | str) -> SourceOffset:
+        key = str(source_id)
+        for s in self.sources:
+            if s.source_id == key:
+                return s
+        raise KeyError(key)
+
+    @property
+    def kafka_sources(self) -> tuple[SourceOffset, ...]:
+        return tuple(s for s in self.sources if s.kind is SourceKind.KAFKA)
+
+
+@dataclass(frozen=True)
+class CommitLogEntry:
+    """``commits/<N>``: batch ``batch_id`` completed (CommitMetadata v1/v2/v3)."""
+
+    batch_id: int
+    version: int
+    next_batch_watermark_ms: int
+    state_unique_ids: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] | None
+    sink_metadata: tuple[tuple[str, str], ...] | None  # v3 sinkMetadataMap: id -> compact JSON
+    version_text: str
+    json_text: str | None  # None when the file has no second line (Spark reads "{}")
+    trailing: str = ""
+
+
+@dataclass(frozen=True)
+class InitialOffsets:
+    """``sources/<i>/0`` of a Kafka source (KafkaSourceInitialOffsetWriter).
+
+    ``lead_byte`` is the byte Spark skips (0 since 2.1.1; the JSON length in 2.1.0's form);
+    ``version_text`` is ``"v1"``, or ``None`` in 2.1.0's form (JSON right after the lead byte).
+    """
+
+    lead_byte: int
+    version_text: str | None
+    json_text: str
+    kafka: KafkaOffsets
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _fail(path: str, what: str) -> CheckpointFormatError:
+    return CheckpointFormatError(f"{path}: {what}")
+
+
+def _decode(data: bytes, path: str, *, base: int = 0) -> str:
+    """UTF-8 text without NUL bytes; ``base`` = where ``data`` starts in the file (for messages)."""
+    if not data:
+        raise _fail(path, "empty file (truncated write?)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start]
+        raise _fail(path, f"not UTF-8 (byte 0x{bad:02x} at offset {base + exc.start})") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise _fail(path, f"NUL byte at offset {base + len(text[:nul].encode())} where none belongs")
+    return text
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _json(text: str, path: str, where: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise _fail(path, f"{where} is not JSON (column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise _fail(path, f"{where} is not valid JSON ({exc})") from None
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _version(line: str, path: str, maximum: int, *, trim: bool) -> int:
+    """MetadataVersionUtil.validateVersion: ``v<positive int>`` up to ``maximum``."""
+    text = line.strip() if trim else line
+    digits = text[1:]
+    if not text.startswith("v") or not digits.isascii() or not digits.isdigit() or int(digits) <= 0:
+        raise _fail(path, f"line 1 is not a log version (expected v1..v{maximum}, got {text[:20]!r})")
+    version = int(digits)
+    if version > maximum:
+        raise _fail(path, f"unsupported log version v{version} (this tool reads up to v{maximum})")
+    return version
+
+
+def _respell(old_text: str, new_json: str) -> str:
+    """Replace the JSON inside ``old_text`` keeping its surrounding whitespace (e.g. a trailing ``\\r``)."""
+    core = old_text.strip()
+    start = old_text.find(core) if core else 0
+    return old_text[:start] + new_json + old_text[start + len(core) :]
+
+
+# -- Kafka / Delta / opaque source offsets -----------------------------------------------------------
+
+
+def _looks_like_kafka(value: Any) -> bool:
+    # {"topic":{"0":n,...},...}: JsonUtils.partitionOffsets. An empty map ({}) cannot be told apart
+    # from other sources and stays opaque.
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(
+            isinstance(parts, dict) and parts and all(_is_partition_key(k) for k in parts)
+            for parts in value.values()
+        )
+    )
+
+
+def _is_partition_key(key: str) -> bool:
+    digits = key[1:] if key.startswith("-") else key
+    return digits.isascii() and digits.isdigit()
+
+
+def _kafka_from_value(value: dict[str, dict[str, Any]], path: str, where: str) -> KafkaOffsets:
+    out: list[tuple[TopicPartition, int]] = []
+    for topic, parts in value.items():
+        for key, offset in parts.items():
+            tp = TopicPartition(topic, int(key))
+            if tp.partition < 0:
+                raise _fail(path, f"{where}: negative partition number in {tp}")
+            if not _is_int(offset):
+                raise _fail(path, f"{where}: offset of {tp} is not an integer ({_compact(offset)})")
+            if offset < 0:
+                raise _fail(path, f"{where}: offset of {tp} is negative ({offset})")
+            out.append((tp, offset))
+    return KafkaOffsets(tuple(out))
+
+
+def parse_kafka_offsets(text: str, *, path: str = "<kafka offsets>", where: str = "offsets") -> KafkaOffsets:
+    """Parse ``{"topic":{"partition":offset}}`` (any key order, whitespace tolerated)."""
+    value = _json(text.strip(), path, where)
+    if not _looks_like_kafka(value):
+        raise _fail(path, f'{where} is not a Kafka offset map ({{"topic":{{"partition":offset}}}})')
+    return _kafka_from_value(value, path, where)
+
+
+_DELTA_FIELDS = {
+    "sourceVersion": _is_int,
+    "reservoirId": lambda v: isinstance(v, str),
+    "reservoirVersion": _is_int,
+    "index": _is_int,
+    "isStartingVersion": lambda v: isinstance(v, bool),
+}
+
+
+def _delta_from_value(value: dict[str, Any], path: str, where: str) -> DeltaSourceOffset:
+    for field, ok in _DELTA_FIELDS.items():
+        if field not in value or not ok(value[field]):
+            raise _fail(path, f"{where}: Delta source offset has a missing or bad {field!r}")
+    return DeltaSourceOffset(
+        source_version=value["sourceVersion"],
+        reservoir_id=value["reservoirId"],
+        reservoir_version=value["reservoirVersion"],
+        index=value["index"],
+        is_starting_version=value["isStartingVersion"],
+    )
+
+
+def parse_source_offset(source_id: str, text: str | None, *, path: str, where: str) -> SourceOffset:
+    """Classify and parse one source's offset text (``None`` = no offset, ``-`` in the file)."""
+    if text is None:
+        return SourceOffset(source_id, None, None)
+    stripped = text.strip()
+    if not stripped:
+        raise _fail(path, f"{where} is empty")
+    # Offset.json() is JSON by contract for every source (rate: a number, file: {"logOffset":n}).
+    value = _json(stripped, path, where)
+    if _looks_like_kafka(value):
+        return SourceOffset(source_id, text, SourceKind.KAFKA, kafka=_kafka_from_value(value, path, where))
+    if isinstance(value, dict) and "reservoirId" in value and "reservoirVersion" in value:
+        return SourceOffset(source_id, text, SourceKind.DELTA, delta=_delta_from_value(value, path, where))
+    return SourceOffset(source_id, text, SourceKind.OPAQUE)
+
+
+# -- metadata ----------------------------------------------------------------------------------------
+
+
+def parse_stream_metadata(data: bytes, *, path: str = "metadata") -> StreamMetadata:
+    text = _decode(data, path)
+    value = _json(text.strip(), path, "the file")
+    if not isinstance(value, dict) or not isinstance(value.get("id"), str) or not value["id"]:
+        raise _fail(path, 'expected {"id":"<query id>"}')
+    return StreamMetadata(value["id"], text)
+
+
+def serialize_stream_metadata(metadata: StreamMetadata) -> bytes:
+    return metadata.text.encode("utf-8")
+
+
+def stream_metadata(query_id: str) -> StreamMetadata:
+    """The value Spark writes for a new query (json4s ``Serialization.write``)."""
+    return StreamMetadata(query_id, _compact({"id": query_id}))
+
+
+# -- offsets/<N> -------------------------------------------------------------------------------------
+
+
+def _split_lines(text: str) -> tuple[list[str], str]:
+    """Split at LF like scala.io.Source.getLines; one trailing newline adds no line."""
+    trailing = "\n" if text.endswith("\n") else ""
+    body = text[:-1] if trailing else text
+    return body.split("\n"), trailing
+
+
+def _parse_offset_metadata(text: str, path: str) -> OffsetSeqMetadata | None:
+    stripped = text.strip()
+    if not stripped:
+        return None
+    value = _json(stripped, path, "line 2")
+    if not isinstance(value, dict):
+        raise _fail(path, "line 2 (batch metadata) is not a JSON object")
+    for key in ("batchWatermarkMs", "batchTimestampMs"):
+        if key in value and not _is_int(value[key]):
+            raise _fail(path, f"line 2: {key} is not an integer")
+    conf = value.get("conf", {})
+    if not isinstance(conf, dict) or not all(isinstance(v, str) for v in conf.values()):
+        raise _fail(path, "line 2: conf is not a map of strings")
+    info = value.get("sourceMetadataInfo")
+    if info is not None and not isinstance(info, dict):
+        raise _fail(path, "line 2: sourceMetadataInfo is not a JSON object")
+    return OffsetSeqMetadata(
+        batch_watermark_ms=value.get("batchWatermarkMs", 0),
+        batch_timestamp_ms=value.get("batchTimestampMs", 0),
+        conf=tuple(conf.items()),
+        source_metadata_info=None if info is None else tuple((k, _compact(v)) for k, v in info.items()),
+    )
+
+
+def parse_offset_log(data: bytes, *, batch_id: int, path: str = "offsets") -> OffsetLogEntry:
+    """Parse ``offsets/<batch_id>`` (OffsetSeqLog.deserialize, v1 and v2)."""
+    text = _decode(data, path)
+    lines, trailing = _split_lines(text)
+    version = _version(lines[0], path, MAX_OFFSET_LOG_VERSION, trim=False)
+    if len(lines) < 2:
+        raise _fail(path, "truncated: no batch metadata line after the version line")
+    metadata = _parse_offset_metadata(lines[1], path)
+    if version == 2 and metadata is None:
+        raise _fail(path, "v2 offset log requires a batch metadata line")
+    sources: list[SourceOffset] = []
+    for number, line in enumerate(lines[2:], start=3):
+        where = f"line {number}"
+        if version == 1:
+            source_id, raw = str(number - 3), line
+        else:
+            source_id, sep, raw = line.partition(":")
+            if not sep or not source_id.strip():
+                raise _fail(path, f"{where} is not <sourceId>:<offset>")
+            if any(s.source_id == source_id for s in sources):
+                raise _fail(path, f"{where}: source id {source_id!r} appears twice")
+        if not raw.strip():
+            raise _fail(path, f"{where} is empty")
+        offset_text = None if raw.strip() == VOID_OFFSET else raw
+        # v2 lines come in Scala Map order, not sorted: the file's order is kept.
+        sources.append(parse_source_offset(source_id, offset_text, path=path, where=where))
+    return OffsetLogEntry(
+        batch_id=batch_id,
+        version=version,
+        metadata=metadata,
+        sources=tuple(sources),
+        version_text=lines[0],
+        metadata_text=lines[1],
+        trailing=trailing,
+    )
+
+
+def serialize_offset_log(entry: OffsetLogEntry) -> bytes:
+    """The bytes of ``offsets/<N>`` (OffsetSeqLog.serialize), keeping every unchanged byte."""
+    parts = [entry.version_text, "\n", entry.metadata_text]
+    for source in entry.sources:
+        parts.append("\n")
+        if entry.version >= 2:
+            parts.append(f"{source.source_id}:")
+        parts.append(VOID_OFFSET if source.text is None else source.text)
+    parts.append(entry.trailing)
+    return "".join(parts).encode("utf-8")
+
+
+def with_kafka_offsets(
+    entry: OffsetLogEntry, source_id: int | str, changes: Mapping[TopicPartition, int | None]
+) -> OffsetLogEntry:
+    """``entry`` with new offsets for some partitions of one Kafka source; nothing else changes."""
+    key = str(source_id)
+    sources = list(entry.sources)
+    for i, source in enumerate(sources):
+        if source.source_id == key:
+            if source.kind is not SourceKind.KAFKA or source.kafka is None or source.text is None:
+                raise ValueError(f"batch {entry.batch_id}: source {key} is not a Kafka source")
+            kafka = source.kafka.with_offsets(changes)
+            sources[i] = replace(source, text=_respell(source.text, kafka.to_json()), kafka=kafka)
+            return replace(entry, sources=tuple(sources))
+    raise ValueError(f"batch {entry.batch_id}: no source {key}")
+
+
+# -- commits/<N> -------------------------------------------------------------------------------------
+
+
+def _parse_state_ids(value: Any, path: str) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
+    bad = _fail(path, "line 2: stateUniqueIds is not a map of operator id -> [[id, ...], ...]")
+    if not isinstance(value, dict):
+        raise bad
+    out = []
+    for op, partitions in value.items():
+        if not isinstance(partitions, list) or not all(
+            isinstance(p, list) and all(isinstance(i, str) for i in p) for p in partitions
+        ):
+            raise bad
+        out.append((op, tuple(tuple(p) for p in partitions)))
+    return tuple(out)
+
+
+def parse_commit_log(data: bytes, *, batch_id: int, path: str = "commits") -> CommitLogEntry:
+    """Parse ``commits/<batch_id>`` (CommitLog.deserialize: v1, v2 with stateUniqueIds, v3 with sinks)."""
+    text = _decode(data, path)
+    lines, trailing = _split_lines(text)
+    version = _version(lines[0], path, MAX_COMMIT_LOG_VERSION, trim=True)
+    if len(lines) > 2:
+        raise _fail(path, f"unexpected line 3 (a commit file has 2 lines, this one has {len(lines)})")
+    json_text = lines[1] if len(lines) == 2 else None
+    value = _json(json_text.strip() or "{}", path, "line 2") if json_text is not None else {}
+    if not isinstance(value, dict):
+        raise _fail(path, "line 2 is not a JSON object")
+    watermark = value.get("nextBatchWatermarkMs", 0)
+    if not _is_int(watermark):
+        raise _fail(path, "line 2: nextBatchWatermarkMs is not an integer")
+    ids = value.get("stateUniqueIds")
+    sinks = value.get("sinkMetadataMap")
+    if sinks is not None and not isinstance(sinks, dict):
+        raise _fail(path, "line 2: sinkMetadataMap is not a JSON object")
+    if version == 3 and not sinks:
+        raise _fail(path, "v3 commit log requires a non-empty sinkMetadataMap")
+    return CommitLogEntry(
+        batch_id=batch_id,
+        version=version,
+        next_batch_watermark_ms=watermark,
+        state_unique_ids=None if ids is None else _parse_state_ids(ids, path),
+        sink_metadata=None if sinks is None else tuple((k, _compact(v)) for k, v in sinks.items()),
+        version_text=lines[0],
+        json_text=json_text,
+        trailing=trailing,
+    )
+
+
+def serialize_commit_log(entry: CommitLogEntry) -> bytes:
+    text = entry.version_text + ("" if entry.json_text is None else "\n" + entry.json_text) + entry.trailing
+    return text.encode("utf-8")
+
+
+# -- sources/<i>/0 (Kafka initial offsets) ------------------------------------------------------------
+
+
+def is_kafka_initial_offsets(data: bytes) -> bool:
+    """True if ``data`` reads as a Kafka ``sources/<i>/0`` file (other sources write their own formats)."""
+    if not data:
+        return False
+    if data[0] == 0:
+        return True
+    try:
+        parse_initial_offsets(data)
+    except CheckpointFormatError:
+        return False
+    return True
+
+
+def parse_initial_offsets(data: bytes, *, path: str = "sources/0/0") -> InitialOffsets:
+    """Parse a Kafka initial-offset file the way KafkaSourceInitialOffsetWriter.deserialize does:
+    skip the first byte; ``v1`` + LF + JSON, or (Spark 2.1.0) the JSON itself."""
+    if not data:
+        raise _fail(path, "empty file (truncated write?)")
+    if len(data) == 1:
+        raise _fail(path, "truncated: nothing after the leading byte")
+    lead = data[0]
+    content = _decode(data[1:], path, base=1)
+    if content.startswith("v"):
+        newline = content.find("\n")
+        if newline <= 0:
+            raise _fail(path, "truncated: no line break after the version")
+        version_text: str | None = content[:newline]
+        _version(content[:newline], path, MAX_INITIAL_OFFSETS_VERSION, trim=False)
+        json_text = content[newline + 1 :]
+    else:
+        version_text, json_text = None, content
+    kafka = parse_kafka_offsets(json_text, path=path, where="initial offsets")
+    return InitialOffsets(lead, version_text, json_text, kafka)
+
+
+def serialize_initial_offsets(initial: InitialOffsets) -> bytes:
+    head = "" if initial.version_text is None else initial.version_text + "\n"
+    return bytes([initial.lead_byte]) + (head + initial.json_text).encode("utf-8")
+
+
+def initial_offsets(kafka: KafkaOffsets) -> InitialOffsets:
+    """The value Spark (2.1.1+) writes: NUL, ``v1``, LF, compact JSON."""
+    return InitialOffsets(0, "v1", kafka.to_json(), kafka)
+
+
+def with_initial_kafka_offsets(
+    initial: InitialOffsets, changes: Mapping[TopicPartition, int | None]
+) -> InitialOffsets:
+    kafka = initial.kafka.with_offsets(changes)
+    return replace(initial, json_text=_respell(initial.json_text, kafka.to_json()), kafka=kafka)
+
+
+def is_batch_file_name(name: str) -> bool:
+    """HDFSMetadataLog: a batch file is one whose whole name parses as a long (so ``.0.crc`` is not)."""
+    return name.isascii() and name.isdigit()

@@ -1,0 +1,110 @@
+"""The S3 paths against a real S3 API server (moto in server mode, started by the ``s3_endpoint`` fixture)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from chk_builder import checkpoint_files
+from click.testing import CliRunner
+
+from recovery.checkpoint import (
+    CrcStatus,
+    NextRun,
+    list_backups,
+    open_checkpoint,
+    restore_backup,
+    rewrite_offsets,
+)
+from recovery.cli import cli
+from recovery.errors import CheckpointFormatError, StorageError
+from recovery.model import TopicPartition
+
+ORDERS_1 = TopicPartition("orders", 1)
+
+
+@pytest.fixture
+def s3(s3_endpoint: str) -> Iterator[tuple[Any, str, dict[str, str]]]:
+    """(s3fs filesystem, s3://bucket/chk URL, storage options) with a checkpoint as Spark would leave
+    it on S3: no .crc side files."""
+    import s3fs
+
+    options = {"endpoint_url": s3_endpoint}
+    fs = s3fs.S3FileSystem(**options)
+    bucket = f"chk-{uuid.uuid4().hex[:12]}"
+    fs.mkdir(bucket)
+    url = f"s3://{bucket}/jobs/orders/chk"
+    for rel, data in checkpoint_files(crc=False).items():
+        fs.pipe_file(f"{url}/{rel}", data)
+    yield fs, url, options
+    fs.rm(bucket, recursive=True)
+
+
+def test_read_an_s3_checkpoint(s3: tuple[Any, str, dict[str, str]]) -> None:
+    _, url, options = s3
+    chk = open_checkpoint(url, options)
+    assert chk.offset_batch_ids == (0, 1, 2) and chk.commit_batch_ids == (0, 1, 2)
+    assert chk.restart_state().next_run is NextRun.NEXT_BATCH
+    latest = chk.latest_offsets()
+    assert latest is not None and latest.source(0).kafka is not None
+    assert latest.source(0).kafka.offsets[ORDERS_1] == 30
+    initial = chk.initial_offsets(0)
+    assert initial is not None and initial.kafka.offsets[ORDERS_1] == 0
+    assert {f.crc for f in chk.files_read} == {CrcStatus.NOT_KEPT}
+
+
+def test_rewrite_backup_and_restore_on_s3(s3: tuple[Any, str, dict[str, str]]) -> None:
+    fs, url, options = s3
+    original = checkpoint_files(crc=False)
+    backup = rewrite_offsets(
+        open_checkpoint(url, options), {2: {0: {ORDERS_1: 25}}}, initial={0: {ORDERS_1: 3}}
+    )
+    assert fs.cat_file(f"{url}/offsets/2") == original["offsets/2"].replace(b'"1":30', b'"1":25')
+    assert fs.cat_file(f"{url}/sources/0/0") == b'\x00v1\n{"orders":{"0":0,"1":3,"2":0}}'
+    assert not fs.exists(f"{url}/offsets/.2.crc")  # S3 keeps no side files
+    assert not [p for p in fs.find(url) if p.endswith(".tmp")]  # one PUT per object, no temp objects
+    manifest = json.loads(fs.cat_file(f"{url}/_recovery/backups/{backup.id}/manifest.json"))
+    assert {f["path"] for f in manifest["files"]} == {"offsets/2", "sources/0/0"}
+    assert set(manifest["absent"]) == {"offsets/.2.crc", "sources/0/.0.crc"}
+    assert list_backups(url, options) == (backup,)
+
+    result = restore_backup(url, execute=True, storage_options=options)
+    assert set(result.written) == {"offsets/2", "sources/0/0"}
+    for rel in ("offsets/2", "sources/0/0"):
+        assert fs.cat_file(f"{url}/{rel}") == original[rel]
+
+
+def test_bad_file_on_s3_is_named_with_its_url(s3: tuple[Any, str, dict[str, str]]) -> None:
+    fs, url, options = s3
+    fs.pipe_file(f"{url}/offsets/2", b"v9\n{}\n1")
+    with pytest.raises(CheckpointFormatError) as raised:
+        open_checkpoint(url, options).latest_offsets()
+    assert str(raised.value) == f"{url}/offsets/2: unsupported log version v9 (this tool reads up to v2)"
+
+
+def test_cli_show_on_s3(s3: tuple[Any, str, dict[str, str]], s3_endpoint: str) -> None:
+    _, url, _ = s3
+    result = CliRunner().invoke(
+        cli,
+        ["checkpoint", "show", url, "--storage-option", f"endpoint_url={s3_endpoint}", "--output", "json"],
+    )
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["checkpoint"] == url
+    assert info["next_run"] == {"action": "next_batch", "batch_id": 3, "start": "offsets/2", "end": None}
+
+
+def test_unreachable_store_is_a_storage_error(s3_endpoint: str) -> None:
+    from recovery.local.broker import free_port
+
+    options = {
+        "endpoint_url": f"http://127.0.0.1:{free_port()}",
+        "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 1},
+    }
+    with pytest.raises(StorageError) as raised:
+        open_checkpoint("s3://nowhere/chk", options)
+    assert str(raised.value).startswith("s3://nowhere/chk: EndpointConnectionError: Could not connect")
+    assert raised.value.exit_code == 3
