@@ -99,3 +99,18 @@ class TopicNotFound(KafkaError):
 
 class DeltaError(ExternalError):
     """A Delta table could not be read or written."""
+
+
+class NoOffsetForTime(StateError):
+    """No record at or after a timestamp in some partitions, and the no-match policy is ``fail``."""
+
+    def __init__(self, partitions: tuple[object, ...], time: str) -> None:
+        self.partitions = partitions
+        self.time = time
+        named = ", ".join(str(tp) for tp in partitions[:5]) + (
+            f" and {len(partitions) - 5} more" if len(partitions) > 5 else ""
+        )
+        what = "no readable record" if time == "max-timestamp" else f"no record at or after {time}"
+        super().__init__(
+            f"{what} in {named}; choose what to use instead with --no-match latest or --no-match earliest"
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,3 +22,68 @@ def output_option(*formats: str, default: str = "table") -> Callable[[F], F]:
         show_default=True,
         help="How to print the result on stdout.",
     )
+
+
+def kafka_options(func: F) -> F:
+    """``-b/--bootstrap-server``, ``--command-config FILE``, ``-X prop=val``, ``--timeout``.
+
+    The command receives one ``kafka: KafkaConfig`` argument instead of the four options.
+    """
+
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        bootstrap_server: str,
+        command_config: str | None,
+        kafka_property: tuple[str, ...],
+        kafka_timeout: float,
+        **kwargs: Any,
+    ) -> Any:
+        # Imported here: recovery.kafka is light, but commands that never talk to Kafka don't pay for it.
+        from recovery.kafka.config import KafkaConfig
+
+        kafka = KafkaConfig.from_options(
+            bootstrap_server,
+            command_config=command_config,
+            overrides=kafka_property,
+            timeout_s=kafka_timeout,
+        )
+        return func(*args, kafka=kafka, **kwargs)
+
+    decorators = [
+        click.option(
+            "-b",
+            "--bootstrap-server",
+            "bootstrap_server",
+            required=True,
+            envvar="KAFKA_BOOTSTRAP_SERVERS",
+            metavar="HOST:PORT[,...]",
+            help="Kafka brokers to connect to (env KAFKA_BOOTSTRAP_SERVERS).",
+        ),
+        click.option(
+            "--command-config",
+            "command_config",
+            type=click.Path(dir_okay=False),
+            metavar="FILE",
+            help="Kafka-style properties file of client settings (SASL/SSL), as for kafka-get-offsets.",
+        ),
+        click.option(
+            "-X",
+            "kafka_property",
+            multiple=True,
+            metavar="PROP=VAL",
+            help="Set a client property (librdkafka name), as kcat -X; repeatable; wins over the file.",
+        ),
+        click.option(
+            "--timeout",
+            "kafka_timeout",
+            type=click.FloatRange(min=0.1),
+            default=30.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Give up (exit 3) when Kafka has not answered within this time, retries included.",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        wrapper = decorator(wrapper)
+    return wrapper  # type: ignore[return-value]

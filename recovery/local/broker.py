@@ -59,7 +59,7 @@ appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = {level}
 rootLogger.appenderRef.file.ref = FILE
 logger.request.name = kafka.request.logger
-logger.request.level = WARN
+logger.request.level = {request_level}
 """
 
 
@@ -90,7 +90,8 @@ def _die_with_parent() -> list[str]:
 class LocalKafkaBroker:
     """A real Kafka broker on 127.0.0.1, in a temp dir of its own.
 
-    ``config`` adds or overrides broker settings (``server.properties`` keys).
+    ``config`` adds or overrides broker settings (``server.properties`` keys); ``request_log_level``
+    DEBUG makes the broker log every request it completes.
     """
 
     def __init__(
@@ -99,11 +100,14 @@ class LocalKafkaBroker:
         config: Mapping[str, str] | None = None,
         heap: str = "512m",
         log_level: str = "INFO",
+        request_log_level: str = "WARN",
         start_timeout: float = 90.0,
     ) -> None:
         self._extra = dict(config or {})
         self._heap = heap
         self._log_level = log_level
+        # DEBUG logs every completed request ("Completed request:{...}"): the benchmarks count them.
+        self._request_log_level = request_log_level
         self._start_timeout = start_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
@@ -221,7 +225,9 @@ class LocalKafkaBroker:
         props = self._workdir / "server.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in self._settings().items()))
         (self._workdir / "log4j2.properties").write_text(
-            _LOG4J2.format(log=self._workdir / "server.log", level=self._log_level)
+            _LOG4J2.format(
+                log=self._workdir / "server.log", level=self._log_level, request_level=self._request_log_level
+            )
         )
         return props
 

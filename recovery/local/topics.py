@@ -41,19 +41,26 @@ def create_topic(
     new = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=dict(config or {}))
     client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
     _wait(client.create_topics([new], operation_timeout=30), "create topic")
+    # Under KRaft the metadata a client sees can lag CreateTopics' answer by a moment.
+    _wait_listed(client, topic, present=True)
 
 
 def delete_topic(bootstrap: str, topic: str) -> None:
     """Delete ``topic`` and wait until the broker no longer lists it (deletion is asynchronous)."""
-    import time
-
     client = admin(bootstrap)
     _wait(client.delete_topics([topic], operation_timeout=30), "delete topic")
-    deadline = time.monotonic() + 30
-    while topic in client.list_topics(timeout=10).topics:
+    _wait_listed(client, topic, present=False)
+
+
+def _wait_listed(client: AdminClient, topic: str, *, present: bool, seconds: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while (topic in client.list_topics(timeout=10).topics) != present:
         if time.monotonic() > deadline:
-            raise RigError(f"topic {topic} was still listed 30 s after it was deleted")
-        time.sleep(0.2)
+            state, event = ("not listed", "created") if present else ("still listed", "deleted")
+            raise RigError(f"topic {topic} was {state} {seconds:.0f} s after it was {event}")
+        time.sleep(0.1)
 
 
 def alter_topic_config(bootstrap: str, topic: str, config: Mapping[str, str]) -> None:
@@ -122,3 +129,18 @@ def delete_records(bootstrap: str, topic: str, before: Mapping[int, int]) -> Non
     tps = [TopicPartition(topic, p, o) for p, o in sorted(before.items())]
     client = admin(bootstrap)
     _wait(client.delete_records(tps, operation_timeout=30), "delete records")
+
+
+def add_partitions(bootstrap: str, topic: str, total: int) -> None:
+    """Grow ``topic`` to ``total`` partitions."""
+    from confluent_kafka.admin import NewPartitions
+
+    client = admin(bootstrap)
+    _wait(client.create_partitions([NewPartitions(topic, total)], operation_timeout=30), "add partitions")
+
+
+def transactional_producer(bootstrap: str, transactional_id: str) -> Producer:
+    """A producer ready for ``begin_transaction()``: ``commit_transaction()`` or leave it open."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    return producer

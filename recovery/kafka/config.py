@@ -1,0 +1,194 @@
+"""Client settings for Kafka: a typed :class:`KafkaConfig`, read from flags and a properties file.
+
+``--command-config FILE`` takes a Kafka-style properties file (as ``kafka-get-offsets`` and
+``kafka-consumer-groups`` do) and ``-X prop=val`` sets one property (as kcat does). librdkafka
+understands most Java client property names unchanged (``security.protocol``, ``sasl.mechanism``,
+``ssl.ca.location`` …); the one common Java-only setting, ``sasl.jaas.config`` with the PLAIN or SCRAM
+login module, is translated into librdkafka's ``sasl.username`` / ``sasl.password``.
+
+Secrets never leave this module in clear text: ``repr()``, ``str()`` and every message redact the
+values of sensitive keys (passwords, secrets, JAAS configs, tokens, private keys).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recovery.errors import ConfigError, InvalidInput
+
+DEFAULT_TIMEOUT_S = 30.0
+REDACTED = "[redacted]"
+
+# Keys whose values are secret (Java and librdkafka spellings).
+_SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|(^|\.)key($|\.pem)|private", re.IGNORECASE)
+
+# Settings we own: a user must not be able to turn them off through -X or the properties file.
+_RESERVED = frozenset({"bootstrap.servers"})
+
+# sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";
+_JAAS = re.compile(
+    r"^\s*(?P<module>[\w.$]+)\s+(required|requisite|sufficient|optional)\s+(?P<options>.*?);?\s*$", re.DOTALL
+)
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"|(\w+)\s*=\s*(\S+)')
+
+
+def is_secret(key: str) -> bool:
+    """Whether the value of client property ``key`` must never be shown."""
+    return bool(_SECRET_KEY.search(key))
+
+
+def redact(properties: Mapping[str, str]) -> dict[str, str]:
+    """``properties`` with the values of secret keys replaced by ``[redacted]``."""
+    return {k: (REDACTED if is_secret(k) else v) for k, v in properties.items()}
+
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    """How to reach a Kafka cluster.
+
+    ``properties`` are extra client settings (librdkafka names; Java names librdkafka shares work
+    too). ``timeout_s`` bounds every request, retries included: a cluster that does not answer
+    within it is reported as unreachable (exit 3).
+
+    Example::
+
+        KafkaConfig("broker:9092", {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"})
+    """
+
+    bootstrap_servers: str
+    properties: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap_servers.strip():
+            raise InvalidInput("--bootstrap-server is empty: give HOST:PORT[,HOST:PORT...]")
+        if self.timeout_s <= 0:
+            raise InvalidInput(f"the Kafka timeout must be positive, not {self.timeout_s}")
+        clash = _RESERVED & set(self.properties)
+        if clash:
+            raise ConfigError(f"set {', '.join(sorted(clash))} with --bootstrap-server, not as a property")
+        # A plain dict copy: frozen means the caller cannot change it under us.
+        object.__setattr__(self, "properties", dict(self.properties))
+
+    def __repr__(self) -> str:
+        return (
+            f"KafkaConfig(bootstrap_servers={self.bootstrap_servers!r}, "
+            f"properties={redact(self.properties)!r}, timeout_s={self.timeout_s!r})"
+        )
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:
+        return hash((self.bootstrap_servers, tuple(sorted(self.properties.items())), self.timeout_s))
+
+    def client_config(self, **overrides: object) -> dict[str, object]:
+        """The settings dict for a confluent_kafka client (contains secrets: never print it)."""
+        settings: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers}
+        settings.update(self.properties)
+        # librdkafka logs to stderr by default; our messages carry what a person needs.
+        settings.setdefault("log_level", 0)
+        settings.update(overrides)
+        return settings
+
+    @classmethod
+    def from_options(
+        cls,
+        bootstrap_servers: str,
+        *,
+        command_config: str | Path | None = None,
+        overrides: Iterable[str] = (),
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> KafkaConfig:
+        """Build from CLI values: a properties file, then ``-X prop=val`` items (later ones win)."""
+        properties: dict[str, str] = {}
+        if command_config is not None:
+            properties.update(read_properties(command_config))
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"-X {_shown(item)}: expected prop=val")
+            properties[key.strip()] = value.strip()
+        return cls(bootstrap_servers, translate_java_properties(properties), timeout_s)
+
+
+def _shown(item: str) -> str:
+    key, sep, _value = item.partition("=")
+    return f"{key}={REDACTED}" if sep and is_secret(key) else item
+
+
+def parse_properties(text: str, *, source: str = "properties") -> dict[str, str]:
+    """Parse ``key=value`` / ``key: value`` lines, as ``java.util.Properties.load`` reads them.
+
+    Supported: ``#`` and ``!`` comments, blank lines, ``=``/``:``/whitespace separators, a trailing
+    backslash joining the next line (how long ``sasl.jaas.config`` values are often written).
+    Unicode escapes are not.
+    """
+    properties: dict[str, str] = {}
+    logical: list[tuple[int, str]] = []
+    pending = ""
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.lstrip() if pending else raw.strip()
+        if not pending:
+            start = number
+            if not line or line[0] in "#!":
+                continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        logical.append((start, pending + line))
+        pending = ""
+    if pending:
+        logical.append((start, pending))
+    for number, line in logical:
+        # key, then '=', ':' or whitespace, then the value; a key alone has an empty value.
+        match = re.match(r"^((?:[^=:\s\\]|\\.)+)(?:\s*[=:\s]\s*(.*))?$", line)
+        if match is None:
+            raise ConfigError(f"{source}: line {number} is not key=value (it has no key)")
+        properties[match.group(1).replace("\\", "")] = (match.group(2) or "").strip()
+    return properties
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    """Read a Kafka-style client properties file (``--command-config``)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the client properties file ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not a UTF-8 text file (byte {exc.start})") from exc
+    return parse_properties(text, source=str(file))
+
+
+def translate_java_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """Map the Java-client-only settings librdkafka does not know to librdkafka's names.
+
+    ``sasl.jaas.config`` with PlainLoginModule or ScramLoginModule becomes ``sasl.username`` and
+    ``sasl.password`` (librdkafka's CONFIGURATION.md has no JAAS; other login modules are refused).
+    """
+    result = dict(properties)
+    jaas = result.pop("sasl.jaas.config", None)
+    if jaas is None:
+        return result
+    match = _JAAS.match(jaas)
+    module = match.group("module") if match else ""
+    if not module.endswith(("PlainLoginModule", "ScramLoginModule")):
+        raise ConfigError(
+            "sasl.jaas.config: only the PLAIN and SCRAM login modules can be translated for librdkafka; "
+            "set sasl.username / sasl.password (or sasl.oauthbearer.*) instead"
+        )
+    assert match is not None
+    options = {
+        (m.group(1) or m.group(3)): (m.group(2) if m.group(1) else m.group(4))
+        for m in _JAAS_OPTION.finditer(match.group("options"))
+    }
+    if "username" not in options or "password" not in options:
+        raise ConfigError('sasl.jaas.config: the login module needs username="…" and password="…"')
+    result.setdefault("sasl.username", options["username"])
+    result.setdefault("sasl.password", options["password"].replace('\\"', '"'))
+    return result

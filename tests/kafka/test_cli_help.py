@@ -1,0 +1,47 @@
+"""The Kafka commands start fast and document themselves (no broker needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from recovery.cli import cli
+
+
+def test_help_does_not_import_confluent_kafka_or_heavy_libraries() -> None:
+    code = (
+        "import sys\n"
+        "from recovery.cli import main\n"
+        "try:\n    main(['offsets', '--help'])\nexcept SystemExit:\n    pass\n"
+        "names = ('confluent_kafka', 'pyspark', 'pyarrow', 'pandas', 'deltalake')\n"
+        "heavy = [m for m in names if m in sys.modules]\n"
+        "print(heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["offsets"], ["read-to-end"], ["group", "show"], ["group", "set"]],
+    ids=["offsets", "read-to-end", "group-show", "group-set"],
+)
+def test_each_command_has_help_with_an_example_and_documented_json_keys(command: list[str]) -> None:
+    result = CliRunner().invoke(cli, [*command, "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.output
+    assert "JSON" in result.output
+    assert "-b, --bootstrap-server" in result.output and "--command-config FILE" in result.output
+
+
+def test_offsets_help_lists_every_json_key() -> None:
+    from recovery.cli.offsets import OFFSETS_JSON_KEYS
+
+    help_text = CliRunner().invoke(cli, ["offsets", "--help"]).output
+    for key in OFFSETS_JSON_KEYS:
+        assert key in help_text, key

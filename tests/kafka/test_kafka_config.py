@@ -1,0 +1,108 @@
+"""Client settings: properties files, -X, JAAS translation and secret redaction (pure, no broker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recovery.errors import ConfigError, InvalidInput
+from recovery.kafka.config import KafkaConfig, parse_properties, translate_java_properties
+
+PROPERTIES = """\
+# a client.properties as Kafka's tools read it
+security.protocol=SASL_SSL
+sasl.mechanism = PLAIN
+ssl.ca.location: /etc/ssl/ca.pem
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\
+    username="svc-recovery" \\
+    password="s3cr3t-pa55";
+! another comment
+client.id stream-recovery
+"""
+
+
+def test_properties_file_is_parsed_like_java_properties() -> None:
+    assert parse_properties(PROPERTIES) == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "ssl.ca.location": "/etc/ssl/ca.pem",
+        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="svc-recovery" password="s3cr3t-pa55";',
+        "client.id": "stream-recovery",
+    }
+
+
+def test_jaas_config_becomes_librdkafka_username_and_password() -> None:
+    translated = translate_java_properties(parse_properties(PROPERTIES))
+    assert "sasl.jaas.config" not in translated
+    assert (translated["sasl.username"], translated["sasl.password"]) == ("svc-recovery", "s3cr3t-pa55")
+
+
+def test_other_login_modules_are_refused() -> None:
+    with pytest.raises(ConfigError, match="only the PLAIN and SCRAM login modules"):
+        translate_java_properties(
+            {"sasl.jaas.config": "com.sun.security.auth.module.Krb5LoginModule required;"}
+        )
+
+
+def test_command_config_then_x_overrides(tmp_path: Path) -> None:
+    file = tmp_path / "client.properties"
+    file.write_text(PROPERTIES)
+
+    config = KafkaConfig.from_options(
+        "b1:9092", command_config=file, overrides=["client.id=other", "sasl.password=override"]
+    )
+
+    assert config.properties["client.id"] == "other"
+    assert config.properties["sasl.password"] == "override"
+    assert config.client_config()["bootstrap.servers"] == "b1:9092"
+
+
+def test_secrets_never_appear_in_repr_or_messages(tmp_path: Path) -> None:
+    file = tmp_path / "client.properties"
+    file.write_text(PROPERTIES)
+    config = KafkaConfig.from_options("b1:9092", command_config=file)
+
+    assert "s3cr3t-pa55" not in repr(config) and "s3cr3t-pa55" not in str(config)
+    assert "'sasl.password': '[redacted]'" in repr(config)
+    with pytest.raises(ConfigError) as bad:
+        KafkaConfig.from_options("b1:9092", overrides=["ssl.key.password"])
+    assert str(bad.value) == "-X ssl.key.password: expected prop=val"
+
+
+def test_invalid_librdkafka_setting_is_a_config_error_without_the_secret() -> None:
+    from recovery.kafka.admin import KafkaAdmin
+
+    config = KafkaConfig(
+        "b1:9092", {"sasl.password": "hunter2-secret", "security.protocol": "hunter2-secret"}
+    )
+    with pytest.raises(ConfigError) as bad:
+        KafkaAdmin(config)
+    assert "hunter2-secret" not in str(bad.value)
+    assert "security.protocol" in str(bad.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"bootstrap_servers": " "}, InvalidInput),
+        ({"bootstrap_servers": "b:1", "timeout_s": 0}, InvalidInput),
+        ({"bootstrap_servers": "b:1", "properties": {"bootstrap.servers": "x:1"}}, ConfigError),
+    ],
+    ids=["empty-bootstrap", "zero-timeout", "bootstrap-as-property"],
+)
+def test_invalid_configs(kwargs: dict[str, object], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        KafkaConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_unreadable_properties_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"missing.properties: cannot read the client properties file"):
+        KafkaConfig.from_options("b:1", command_config=tmp_path / "missing.properties")
+
+
+def test_a_line_without_a_key_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"client.properties: line 2 is not key=value"):
+        parse_properties("a=1\n=2\n", source="client.properties")
+    assert parse_properties("lonely\nx : y z\n") == {"lonely": "", "x": "y z"}

@@ -1,0 +1,434 @@
+"""Offset ranges, timestamp lookups and topic identity on the real broker (``recovery.kafka.admin``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import pytest
+from click.testing import CliRunner
+from confluent_kafka import Producer
+
+from recovery.cli import cli
+from recovery.errors import KafkaUnavailable, NoOffsetForTime, TopicNotFound
+from recovery.kafka.admin import (
+    Isolation,
+    KafkaAdmin,
+    MissingPartition,
+    MissingReason,
+    NoMatch,
+    OffsetRow,
+    PartitionOffsets,
+    TimeLookup,
+    offset_ranges,
+    offset_table,
+    offsets_for_time,
+    topic_ids,
+)
+from recovery.kafka.config import KafkaConfig
+from recovery.kafka.specs import TimeKind, TimeSpec, iso_utc, parse_topic_partitions, topic_regex
+from recovery.local import topics
+from recovery.local.broker import LocalKafkaBroker
+from recovery.local.topics import Record
+from recovery.model import OffsetRange, TopicPartition
+
+# Recent timestamps: records older than retention.ms (7 days) are deleted by the rig's fast retention.
+T0 = (int(time.time() * 1000) // 1000) * 1000 - 3_600_000
+
+
+def tp(topic: str, partition: int = 0) -> TopicPartition:
+    return TopicPartition(topic, partition)
+
+
+def produce_at(bootstrap: str, topic: str, partition: int, timestamps: list[int]) -> None:
+    records = [Record(f"k{i}", f"v{i}", partition, ts) for i, ts in enumerate(timestamps)]
+    topics.produce(bootstrap, topic, records)
+
+
+def test_offset_ranges_of_each_partition(kafka: KafkaConfig, new_topic: Callable[..., str], produce) -> None:
+    topic = new_topic(partitions=3)
+    produce(topic, 10, partitions=2)  # 5 records each in [0] and [1]; [2] stays empty
+
+    ranges = offset_ranges(kafka, [tp(topic, 0), tp(topic, 1), tp(topic, 2)])
+
+    topic_id = topic_ids(kafka, [topic])[topic]
+    assert topic_id is not None and len(topic_id) == 22
+    assert ranges == {
+        tp(topic, 0): PartitionOffsets(tp(topic, 0), 0, 5, None, topic_id),
+        tp(topic, 1): PartitionOffsets(tp(topic, 1), 0, 5, None, topic_id),
+        tp(topic, 2): PartitionOffsets(tp(topic, 2), 0, 0, None, topic_id),
+    }
+    assert ranges[tp(topic, 0)].range == OffsetRange(0, 5)  # type: ignore[union-attr]
+
+
+def test_each_time_spec(kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str]) -> None:
+    topic = new_topic(partitions=1)
+    produce_at(bootstrap, topic, 0, [T0 + 0, T0 + 1000, T0 + 2000, T0 + 3000])
+    tps = [tp(topic)]
+
+    def lookup(spec: TimeSpec) -> TimeLookup:
+        result = offsets_for_time(kafka, tps, spec)[tp(topic)]
+        assert isinstance(result, TimeLookup)
+        return result
+
+    assert lookup(TimeSpec(TimeKind.EARLIEST)).offset == 0
+    assert lookup(TimeSpec(TimeKind.LATEST)).offset == 4
+    assert lookup(TimeSpec(TimeKind.MAX_TIMESTAMP)) == TimeLookup(
+        tp(topic), TimeSpec(TimeKind.MAX_TIMESTAMP), 3, T0 + 3000
+    )
+    # KIP-79: the first offset whose timestamp is >= T, between records and exactly on one.
+    assert lookup(TimeSpec(TimeKind.TIMESTAMP, T0 + 1500)) == TimeLookup(
+        tp(topic), TimeSpec(TimeKind.TIMESTAMP, T0 + 1500), 2, T0 + 2000
+    )
+    assert lookup(TimeSpec(TimeKind.TIMESTAMP, T0 + 1000)).offset == 1
+    assert lookup(TimeSpec(TimeKind.TIMESTAMP, 0)).offset == 0
+
+
+def test_create_time_out_of_order(kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str]) -> None:
+    """CreateTime is set by producers: the first offset with timestamp >= T may follow a larger one."""
+    topic = new_topic(partitions=1)
+    produce_at(bootstrap, topic, 0, [T0 + 5000, T0 + 1000, T0 + 3000, T0 + 2000, T0 + 4000])
+
+    at_2500 = offsets_for_time(kafka, [tp(topic)], T0 + 2500)[tp(topic)]
+    at_4500 = offsets_for_time(kafka, [tp(topic)], T0 + 4500)[tp(topic)]
+    max_ts = offsets_for_time(kafka, [tp(topic)], TimeSpec(TimeKind.MAX_TIMESTAMP))[tp(topic)]
+
+    # Offset 0 (T0+5000) is the first record with a timestamp >= T0+2500 and >= T0+4500.
+    assert at_2500 == TimeLookup(tp(topic), TimeSpec(TimeKind.TIMESTAMP, T0 + 2500), 0, T0 + 5000)
+    assert at_4500 == TimeLookup(tp(topic), TimeSpec(TimeKind.TIMESTAMP, T0 + 4500), 0, T0 + 5000)
+    # max-timestamp is not the last offset (KIP-734).
+    assert max_ts == TimeLookup(tp(topic), TimeSpec(TimeKind.MAX_TIMESTAMP), 0, T0 + 5000)
+
+
+def test_timestamp_later_than_every_record_follows_the_no_match_policy(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(partitions=2)
+    produce_at(bootstrap, topic, 0, [T0, T0 + 1000])  # [1] stays empty
+    topics.delete_records(bootstrap, topic, {0: 1})
+    tps = [tp(topic, 0), tp(topic, 1)]
+    later = T0 + 60_000
+    spec = TimeSpec(TimeKind.TIMESTAMP, later)
+
+    latest = offsets_for_time(kafka, tps, later, no_match=NoMatch.LATEST)
+    earliest = offsets_for_time(kafka, tps, later, no_match=NoMatch.EARLIEST)
+    with pytest.raises(NoOffsetForTime) as failed:
+        offsets_for_time(kafka, tps, later, no_match=NoMatch.FAIL)
+
+    assert latest == {
+        tp(topic, 0): TimeLookup(tp(topic, 0), spec, 2, None, NoMatch.LATEST),
+        tp(topic, 1): TimeLookup(tp(topic, 1), spec, 0, None, NoMatch.LATEST),
+    }
+    assert earliest == {
+        tp(topic, 0): TimeLookup(tp(topic, 0), spec, 1, None, NoMatch.EARLIEST),
+        tp(topic, 1): TimeLookup(tp(topic, 1), spec, 0, None, NoMatch.EARLIEST),
+    }
+    assert failed.value.partitions == (tp(topic, 0), tp(topic, 1))
+    assert str(failed.value).startswith(
+        f"no record at or after {later} ({iso_utc(later)}) in {topic} [0], {topic} [1];"
+    )
+
+
+def test_transactions_last_stable_offset_below_high_watermark(
+    kafka: KafkaConfig, new_topic: Callable[..., str], transactional: Callable[..., Producer]
+) -> None:
+    topic = new_topic(partitions=1)
+    committer = transactional(f"{topic}-a")
+    committer.begin_transaction()
+    for i in range(3):
+        committer.produce(topic, key=b"c", value=b"committed-%d" % i, partition=0)
+    committer.commit_transaction(30)  # offsets 0-2, commit marker at 3
+    committer.begin_transaction()
+    for i in range(2):
+        committer.produce(topic, key=b"a", value=b"aborted-%d" % i, partition=0)
+    committer.flush(30)  # on the broker before the abort, so they take offsets 4-5
+    committer.abort_transaction(30)  # abort marker at 6
+    opener = transactional(f"{topic}-open")
+    opener.begin_transaction()
+    opener.produce(topic, key=b"o", value=b"open", partition=0)
+    opener.flush(30)  # offset 7, in a transaction still open
+
+    committed = offset_ranges(kafka, [tp(topic)], Isolation.READ_COMMITTED)[tp(topic)]
+    uncommitted = offset_ranges(kafka, [tp(topic)], Isolation.READ_UNCOMMITTED)[tp(topic)]
+    opener.abort_transaction(30)
+
+    assert isinstance(committed, PartitionOffsets) and isinstance(uncommitted, PartitionOffsets)
+    assert (committed.log_start, committed.last_stable, committed.high_watermark) == (0, 7, 8)
+    assert committed.range == OffsetRange(0, 7)
+    assert uncommitted.last_stable is None
+    assert uncommitted.range == OffsetRange(0, 8)
+
+
+def test_deleted_records_move_the_log_start(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str], produce
+) -> None:
+    topic = new_topic(partitions=2)
+    produce(topic, 20, partitions=2, timestamp_ms=T0)
+    topics.delete_records(bootstrap, topic, {0: 4, 1: 10})
+
+    spec = TimeSpec(TimeKind.TIMESTAMP, T0)
+    rows = offset_table(kafka, [tp(topic, 0), tp(topic, 1)], spec, no_match=NoMatch.LATEST)
+
+    assert [(r.offsets.range, r.lookup.offset) for r in rows.values() if isinstance(r, OffsetRow)] == [
+        (OffsetRange(4, 10), 4),
+        (OffsetRange(10, 10), 10),  # every record deleted: no match, latest
+    ]
+
+
+def test_missing_topics_and_partitions_are_reported_not_omitted(
+    kafka: KafkaConfig, new_topic: Callable[..., str], topic_name: str
+) -> None:
+    topic = new_topic(partitions=2)
+    gone = topic_name + "-never-created"
+
+    ranges = offset_ranges(kafka, [tp(topic, 1), tp(topic, 2), tp(gone, 0)])
+
+    assert ranges[tp(topic, 2)] == MissingPartition(tp(topic, 2), MissingReason.PARTITION_GONE)
+    assert ranges[tp(gone, 0)] == MissingPartition(tp(gone, 0), MissingReason.TOPIC_GONE)
+    assert isinstance(ranges[tp(topic, 1)], PartitionOffsets)
+    assert list(ranges) == sorted(ranges)
+    assert topic_ids(kafka, [gone]) == {gone: None}
+
+
+def test_selections_by_regex_and_partition_spec(kafka: KafkaConfig, new_topic: Callable[..., str]) -> None:
+    first = new_topic(partitions=4, suffix="-a")
+    second = new_topic(partitions=2, suffix="-b")
+    prefix = first[:-2]
+    wait_until_listed(kafka, first, second)
+
+    by_regex = offset_ranges(kafka, topic_regex(prefix + "-.*"))
+    by_range = offset_ranges(kafka, parse_topic_partitions(f"{first}:1-3,{second}:-1"))
+    by_list = offset_ranges(kafka, parse_topic_partitions(f"{first}:0,3,9"))
+
+    assert list(by_regex) == [tp(first, p) for p in range(4)] + [tp(second, 0), tp(second, 1)]
+    assert list(by_range) == [tp(first, 1), tp(first, 2), tp(second, 0)]
+    assert list(by_list) == [tp(first, 0), tp(first, 3), tp(first, 9)]
+    assert by_list[tp(first, 9)] == MissingPartition(tp(first, 9), MissingReason.PARTITION_GONE)
+    with pytest.raises(TopicNotFound, match="matches"):
+        offset_ranges(kafka, topic_regex(prefix + "-zzz.*"))
+
+
+def test_recreated_topic_has_a_new_topic_id(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str], produce
+) -> None:
+    topic = new_topic(partitions=1)
+    produce(topic, 5, partitions=1)
+    before = offset_ranges(kafka, [tp(topic)])[tp(topic)]
+
+    topics.delete_topic(bootstrap, topic)
+    topics.create_topic(bootstrap, topic, 1)
+    after = offset_ranges(kafka, [tp(topic)])[tp(topic)]
+
+    assert isinstance(before, PartitionOffsets) and isinstance(after, PartitionOffsets)
+    assert before.topic_id != after.topic_id
+    assert (before.high_watermark, after.high_watermark) == (5, 0)
+    assert topic_ids(kafka, [topic]) == {topic: after.topic_id}
+
+
+def wait_until_listed(kafka: KafkaConfig, *names: str) -> None:
+    """A new topic reaches the broker's metadata a moment after CreateTopics returns (KRaft)."""
+    from recovery.kafka.admin import KafkaAdmin
+
+    deadline = time.monotonic() + 10
+    while not set(names) <= set(KafkaAdmin(kafka).topic_names()):
+        assert time.monotonic() < deadline, f"{names} not listed after 10 s"
+        time.sleep(0.1)
+
+
+# -- the CLI -------------------------------------------------------------------------------------
+
+
+def test_cli_table(runner: CliRunner, bootstrap: str, new_topic: Callable[..., str]) -> None:
+    topic = new_topic(partitions=2)
+    produce_at(bootstrap, topic, 0, [T0, T0 + 1000])
+    at = T0 + 500
+
+    result = runner.invoke(
+        cli,
+        ["offsets", "-b", bootstrap, "--topic", topic, "--time", str(at), "--no-match", "latest"],
+    )
+
+    assert result.exit_code == 0, result.output
+    header, row0, row1 = result.output.splitlines()
+    assert header.split() == [
+        "TOPIC", "PARTITION", "LOG-START", "HIGH-WATERMARK", "LAST-STABLE", "OFFSET", "TIMESTAMP", "NOTE"
+    ]  # fmt: skip
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((T0 + 1000) // 1000)) + ".000Z"
+    assert row0.split() == [topic, "0", "0", "2", "2", "1", iso]
+    assert row1.split()[:6] == [topic, "1", "0", "0", "0", "0"]
+    assert row1.endswith(f"no record at or after {iso_utc(at)}: latest")
+
+
+def test_cli_json_keys_and_values(runner: CliRunner, bootstrap: str, new_topic: Callable[..., str]) -> None:
+    topic = new_topic(partitions=1)
+    produce_at(bootstrap, topic, 0, [T0, T0 + 1000, T0 + 2000])
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((T0 + 1000) // 1000)) + "Z"
+
+    result = runner.invoke(
+        cli,
+        ["offsets", "-b", bootstrap, "--topic-partitions", f"{topic}:0,4", "--time", iso, "--output", "json"],
+    )
+
+    assert result.exit_code == 1, result.output  # partition 4 does not exist
+    topic_id = topic_ids(KafkaConfig(bootstrap), [topic])[topic]
+    assert json.loads(result.output) == [
+        {
+            "topic": topic,
+            "partition": 0,
+            "topic_id": topic_id,
+            "status": "OK",
+            "log_start_offset": 0,
+            "high_watermark": 3,
+            "last_stable_offset": 3,
+            "time": str(T0 + 1000),
+            "offset": 1,
+            "timestamp": T0 + 1000,
+            "no_match": None,
+        },
+        {
+            "topic": topic,
+            "partition": 4,
+            "topic_id": None,
+            "status": "PARTITION_GONE",
+            "log_start_offset": None,
+            "high_watermark": None,
+            "last_stable_offset": None,
+            "time": None,
+            "offset": None,
+            "timestamp": None,
+            "no_match": None,
+        },
+    ]
+
+
+def test_cli_csv(runner: CliRunner, bootstrap: str, new_topic: Callable[..., str], produce) -> None:
+    topic = new_topic(partitions=2)
+    produce(topic, 4, partitions=2)
+
+    result = runner.invoke(
+        cli, ["offsets", "-b", bootstrap, "--topic", topic, "--time", "earliest", "--output", "csv"]
+    )
+
+    assert result.exit_code == 0, result.output
+    topic_id = topic_ids(KafkaConfig(bootstrap), [topic])[topic]
+    assert result.output == (
+        "topic,partition,topic_id,status,log_start_offset,high_watermark,last_stable_offset,time,offset,"
+        "timestamp,no_match\n"
+        f"{topic},0,{topic_id},OK,0,2,2,earliest,0,,\n"
+        f"{topic},1,{topic_id},OK,0,2,2,earliest,0,,\n"
+    )
+
+
+def test_cli_no_match_fail_prints_nothing_on_stdout(
+    bootstrap: str, new_topic: Callable[..., str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    from recovery.cli import main
+
+    topic = new_topic(partitions=1)
+    produce_at(bootstrap, topic, 0, [T0])
+
+    with pytest.raises(SystemExit) as exited:
+        main(["offsets", "-b", bootstrap, "--topic", topic, "--time", str(T0 + 1)])
+
+    out, err = capfd.readouterr()
+    assert (exited.value.code, out) == (1, "")
+    assert err == (
+        f"Error: no record at or after {T0 + 1} ({iso_utc(T0 + 1)}) in {topic} [0]; "
+        "choose what to use instead with --no-match latest or --no-match earliest\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--time", "yesterday"], "expected earliest, latest, max-timestamp"),
+        (["--time", "-4"], "only -1 (latest), -2 (earliest) and -3"),
+        (["--topic-partitions", "x:5-2"], "is empty"),
+    ],
+    ids=["bad-time", "unsupported-special", "empty-range"],
+)
+def test_cli_bad_input_is_exit_2(args: list[str], message: str) -> None:
+    from recovery.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["offsets", "-b", "127.0.0.1:1", *(["--topic", "x"] if "--time" in args else []), *args])
+    assert exited.value.code == 2
+
+
+def test_paused_broker_is_a_clear_error_with_exit_3_and_no_output(
+    broker: LocalKafkaBroker,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    from recovery.cli import main
+
+    topic = new_topic(partitions=2)
+    produce(topic, 4, partitions=2)
+    capfd.readouterr()  # the rig's producer logs on stderr
+    started = time.monotonic()
+    broker.pause()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            main(["offsets", "-b", bootstrap, "--topic", topic, "--timeout", "4"])
+        with pytest.raises(KafkaUnavailable, match="no answer from the Kafka cluster"):
+            offset_ranges(KafkaConfig(bootstrap, timeout_s=3), [tp(topic)])
+    finally:
+        broker.resume()
+    out, err = capfd.readouterr()
+    assert exited.value.code == 3
+    assert out == ""
+    assert err.startswith("Error: ") and "no answer from the Kafka cluster at" in err
+    assert err.count("\n") == 1
+    assert time.monotonic() - started < 60
+    # The broker works again for the tests that follow.
+    assert isinstance(offset_ranges(KafkaConfig(bootstrap), [tp(topic)])[tp(topic)], PartitionOffsets)
+
+
+def test_a_broker_that_answers_again_within_the_deadline_is_retried(
+    broker: LocalKafkaBroker, bootstrap: str, new_topic: Callable[..., str], produce: Callable[..., int]
+) -> None:
+    """Timeouts are transient: retried with backoff until the deadline, then the full answer."""
+    import threading
+
+    topic = new_topic(partitions=2)
+    produce(topic, 4, partitions=2)
+    config = KafkaConfig(bootstrap, timeout_s=30)
+    admin = KafkaAdmin(config)
+    admin.topic_names()  # connected before the pause, as a long-running caller would be
+    broker.pause()
+    resumer = threading.Timer(4.0, broker.resume)
+    resumer.start()
+    try:
+        started = time.monotonic()
+        ranges = admin.offset_ranges([tp(topic, 0), tp(topic, 1)])
+        waited = time.monotonic() - started
+    finally:
+        resumer.cancel()
+        broker.resume()
+
+    assert waited >= 3.5
+    assert [r.range for r in ranges.values() if isinstance(r, PartitionOffsets)] == [
+        OffsetRange(0, 2),
+        OffsetRange(0, 2),
+    ]
+
+
+def test_cli_latest_under_read_committed_is_the_last_stable_offset(
+    runner: CliRunner, bootstrap: str, new_topic: Callable[..., str], transactional: Callable[..., Producer]
+) -> None:
+    topic = new_topic(partitions=1)
+    producer = transactional(f"{topic}-open")
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open", partition=0)
+    producer.flush(30)  # offset 0, in a transaction still open
+
+    args = ["offsets", "-b", bootstrap, "--topic", topic, "--output", "csv"]
+    committed = runner.invoke(cli, [*args, "--isolation", "read_committed"])
+    uncommitted = runner.invoke(cli, args)
+
+    topic_id = topic_ids(KafkaConfig(bootstrap), [topic])[topic]
+    assert committed.stdout.splitlines()[1] == f"{topic},0,{topic_id},OK,0,1,0,latest,0,,"
+    assert uncommitted.stdout.splitlines()[1] == f"{topic},0,{topic_id},OK,0,1,0,latest,1,,"
