@@ -27,20 +27,21 @@ def cli() -> None:
 
 def _register() -> None:
     # Each command module adds its own commands; the modules import nothing heavy at load time.
-    from recovery.cli import checkpoint, offsets
+    from recovery.cli import checkpoint, offsets, repair
 
-    for module in (checkpoint, offsets):
+    for module in (checkpoint, offsets, repair):
         module.register(cli)
 
 
 _register()
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point (``stream-recovery`` and ``python -m recovery``)."""
+def run(command: click.Command, argv: list[str] | None = None, prog_name: str = "stream-recovery") -> None:
+    """Run a Click command behind the error boundary: a RecoveryError becomes ``Error: <message>``
+    on stderr and its exit code; Click's usage errors exit 2. Jobs in ``jobs/`` use it too."""
     try:
         # standalone_mode=False hands us Click's errors, and returns the code of --help/--version.
-        code = cli.main(args=argv, prog_name="stream-recovery", standalone_mode=False)
+        code = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(ExitCode.ACTION_NEEDED)
@@ -51,3 +52,8 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (``stream-recovery`` and ``python -m recovery``)."""
+    run(cli, argv)

@@ -7,48 +7,80 @@ demo can stop the job, break Kafka under it, and restart it from the same checkp
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 COLUMNS = ("topic", "partition", "offset", "key", "value", "timestamp")
+
+
+class InjectedCrash(RuntimeError):
+    """Raised inside a batch by ``crash_on_batch``: offsets/N is written, the sink and commits/N are not."""
 
 
 def start_kafka_to_delta(
     spark: SparkSession,
     *,
     bootstrap: str,
-    topic: str,
+    topic: str | Sequence[str],
     table: str,
     checkpoint: str,
     options: Mapping[str, str] | None = None,
     query_name: str | None = None,
+    crash_on_batch: int | None = None,
 ) -> StreamingQuery:
-    reader = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-    )
-    for key, value in (options or {}).items():
-        reader = reader.option(key, value)
-    rows = reader.load().selectExpr(
-        "topic",
-        "partition",
-        "offset",
-        "CAST(key AS STRING) AS key",
-        "CAST(value AS STRING) AS value",
-        "timestamp",
-    )
-    writer = (
-        rows.writeStream.format("delta").option("checkpointLocation", checkpoint).trigger(availableNow=True)
-    )
+    """Start the pipeline. Several topics give several Kafka sources (one per topic, unioned), so
+    the checkpoint's offsets files carry one line per source.
+
+    ``crash_on_batch`` fails that batch before anything reaches the table, as a crash between
+    Spark's write-ahead ``offsets/N`` and ``commits/N`` does; the sink is then a ``foreachBatch``
+    that appends to the same Delta table idempotently (txnAppId per checkpoint, txnVersion = batch id).
+    """
+    topics = [topic] if isinstance(topic, str) else list(topic)
+    frames = []
+    for name in topics:
+        reader = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", name)
+            .option("startingOffsets", "earliest")
+        )
+        for key, value in (options or {}).items():
+            reader = reader.option(key, value)
+        frames.append(
+            reader.load().selectExpr(
+                "topic",
+                "partition",
+                "offset",
+                "CAST(key AS STRING) AS key",
+                "CAST(value AS STRING) AS value",
+                "timestamp",
+            )
+        )
+    rows = frames[0]
+    for frame in frames[1:]:
+        rows = rows.unionByName(frame)
+    writer = rows.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
     if query_name:
         writer = writer.queryName(query_name)
-    return writer.start(table)
+    if crash_on_batch is None:
+        return writer.format("delta").start(table)
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        if batch_id == crash_on_batch:
+            raise InjectedCrash(f"injected crash in batch {batch_id}")
+        (
+            batch.write.format("delta")
+            .mode("append")
+            .option("txnAppId", f"stream-recovery-rig:{checkpoint}")
+            .option("txnVersion", batch_id)
+            .save(table)
+        )
+
+    return writer.foreachBatch(write_batch).start()
 
 
 def run_once(spark: SparkSession, **kwargs: object) -> StreamingQuery:

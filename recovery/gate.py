@@ -1,0 +1,76 @@
+"""The pre-start gate: call it right before ``query.start()``.
+
+    from recovery.gate import GateMode, prestart_gate
+    kafka = KafkaConfig("kafka:9092")
+    prestart_gate("/chk", kafka, mode=GateMode.CLAMP, policy=Policy(max_loss_records=10_000))
+    query = df.writeStream.option("checkpointLocation", "/chk").start(path)
+
+``fail`` (default) raises with a readable report when Spark would fail or silently skip data;
+``clamp`` repairs follower-style within the loss budget (refusing beyond it) and lets the job start;
+``warn`` prints the report to stderr and lets the job start as it is. A healthy checkpoint gets its
+topic ids recorded, so a later run can tell a recreated topic from the old one.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from recovery.api import Report, apply, plan_repair, record_topic_ids, validate_checkpoint
+from recovery.checkpoint import open_checkpoint
+from recovery.checkpoint.store import Store
+from recovery.errors import StateError
+from recovery.kafka.admin import Isolation
+from recovery.kafka.config import KafkaConfig
+from recovery.model import Policy, Strategy
+from recovery.report import describe_move, findings_text
+
+
+class GateMode(StrEnum):
+    FAIL = "fail"
+    CLAMP = "clamp"
+    WARN = "warn"
+
+
+class GateFailed(StateError):
+    """The checkpoint would make the query fail or lose data, and the gate's mode is ``fail``."""
+
+
+def prestart_gate(
+    checkpoint: str,
+    kafka: KafkaConfig,
+    *,
+    mode: GateMode = GateMode.FAIL,
+    policy: Policy | None = None,
+    strategy: Strategy | None = None,
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Report | None:
+    """Check (and in ``clamp`` mode repair) ``checkpoint`` before the query starts.
+
+    Returns the report the query starts with, or None for a new query (no checkpoint yet).
+    """
+    store = Store(checkpoint, storage_options)
+    if not store.exists("metadata"):
+        return None  # a new query: Spark starts from startingOffsets, nothing to check
+    report = validate_checkpoint(checkpoint, kafka, isolation=isolation, storage_options=storage_options)
+    if not report.needs_action:
+        record_topic_ids(open_checkpoint(checkpoint, storage_options), report.topic_ids, "prestart gate")
+        return report
+    text = f"{checkpoint}: the query would not restart cleanly:\n{findings_text(report.findings)}"
+    if mode is GateMode.WARN:
+        print(f"stream-recovery gate: {text}", file=sys.stderr)
+        return report
+    if mode is GateMode.FAIL:
+        raise GateFailed(f"{text}\nRun `stream-recovery repair {checkpoint}` to see the repair plan.")
+    plan = plan_repair(
+        checkpoint, kafka, strategy, policy, isolation=isolation, storage_options=storage_options
+    )
+    # The job is about to start, so the checkpoint is not in use: no in-use check.
+    applied = apply(plan, kafka, storage_options=storage_options, force=True, recorded_by="prestart gate")
+    moves = "\n".join(describe_move(m) for m in plan.moves)
+    backup = applied.backup.id if applied.backup else "none"
+    print(f"stream-recovery gate: {checkpoint}: repaired (backup {backup}):\n{moves}", file=sys.stderr)
+    return validate_checkpoint(checkpoint, kafka, isolation=isolation, storage_options=storage_options)

@@ -1,0 +1,110 @@
+"""A streaming job under test, and helpers shared by the end-to-end tests: run a real Kafka -> Delta
+query, copy it to restart without repair, call the CLI, read the Delta table's rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import SparkSession
+
+from recovery.cli import cli
+from recovery.local.pipeline import run_once
+from recovery.local.spark import error_conditions
+
+NOW = int(time.time()) * 1000
+
+
+@dataclass
+class Job:
+    """One streaming job under test: its topic(s), checkpoint and Delta table."""
+
+    spark: SparkSession
+    bootstrap: str
+    topic: str | list[str]
+    root: Path
+    options: dict[str, str]
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "checkpoint"
+
+    @property
+    def table(self) -> Path:
+        return self.root / "table"
+
+    def run(self, **extra: Any) -> None:
+        run_once(
+            self.spark,
+            bootstrap=self.bootstrap,
+            topic=self.topic,
+            table=str(self.table),
+            checkpoint=str(self.checkpoint),
+            options=self.options,
+            **extra,
+        )
+
+    def rows(self) -> list[tuple[str, int, int]]:
+        """(topic, partition, offset) of every row, sorted; duplicates kept."""
+        frame = self.spark.read.format("delta").load(str(self.table))
+        return sorted((r.topic, r.partition, r.offset) for r in frame.collect())
+
+    def copy(self, name: str) -> Job:
+        """A copy of checkpoint and table, to restart without repair and leave the original as it was."""
+        twin = Job(self.spark, self.bootstrap, self.topic, self.root / name, self.options)
+        shutil.copytree(self.checkpoint, twin.checkpoint)
+        shutil.copytree(self.table, twin.table)
+        return twin
+
+    def restart_conditions(self) -> set[str]:
+        """Restart; return the source's error condition (the deepest in the cause chain, below
+        STREAM_FAILED and task-failure wrappers), or nothing if the query ran."""
+        try:
+            self.run()
+        except StreamingQueryException as exc:
+            return {[c for _, c, _ in error_conditions(exc) if c][-1]}
+        return set()
+
+    def cli(self, *args: str, expect: int) -> dict[str, Any]:
+        result = CliRunner().invoke(
+            cli, [*args, str(self.checkpoint), "-b", self.bootstrap, "--output", "json"]
+        )
+        assert result.exit_code == expect, (result.exit_code, result.output, result.exception)
+        return json.loads(result.stdout)
+
+    def validate(self, *args: str, expect: int) -> dict[str, Any]:
+        return self.cli("validate", *args, expect=expect)
+
+    def repair(self, *args: str, expect: int = 0) -> dict[str, Any]:
+        return self.cli("repair", *args, "--execute", "--active-within", "0", expect=expect)
+
+
+def offsets(topic: str, per_partition: dict[int, Iterable[int]]) -> list[tuple[str, int, int]]:
+    return sorted((topic, p, o) for p, offs in per_partition.items() for o in offs)
+
+
+def verdicts(report: dict[str, Any]) -> dict[tuple[str, int], tuple[str, str | None, int]]:
+    return {
+        (r["topic"], r["partition"]): (r["verdict"], r["spark_error"], r["records_lost"])
+        for r in report["partitions"]
+    }
+
+
+def predicted(report: dict[str, Any]) -> set[str]:
+    return {r["spark_error"] for r in report["partitions"] if r["spark_error"]}
+
+
+def tree_digest(path: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in path.rglob("*")
+        if p.is_file()
+    }
