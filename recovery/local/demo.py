@@ -4,13 +4,17 @@
 2. a streaming query copies topic ``orders`` into a Delta table, with a checkpoint;
 3. while the job is down, new records arrive and retention (here: DeleteRecords) moves the log start
    offset of two partitions past the checkpoint;
-4. the restarted query dies with Spark's data-loss error; we print what happened per partition.
+4. the restarted query dies with Spark's data-loss error;
+5. ``stream-recovery validate`` predicts it, ``repair`` plans the follower-style fix, ``repair
+   --execute`` applies it with a backup, and the job restarts, having lost exactly what the plan said.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +36,17 @@ def _checkpoint_offsets(checkpoint: Path) -> dict[int, int]:
         (p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
     )
     return {int(p): o for p, o in json.loads(newest.read_text().split("\n")[2])[TOPIC].items()}
+
+
+def _cli(*args: str) -> None:
+    """Run the real CLI, as an operator would, and show its output."""
+    out.print(f"  [dim]$ stream-recovery {' '.join(args)}[/]")
+    done = subprocess.run(
+        [sys.executable, "-m", "recovery", *args], capture_output=True, text=True, check=False
+    )
+    for line in (done.stdout + done.stderr).splitlines():
+        out.print(f"    {line}", markup=False, highlight=False)
+    out.print(f"  [dim](exit code {done.returncode})[/]")
 
 
 def _step(text: str) -> None:
@@ -106,15 +121,32 @@ def main() -> None:
             for line in source[2].splitlines():
                 out.print(f"    {line}", markup=False, highlight=False)
 
-            _step("What happened")
-            out.print(
-                "  The checkpoint still points at offsets that Kafka no longer holds, so Spark stops\n"
-                "  with a data-loss error on every restart (or, with failOnDataLoss=false, skips the\n"
-                "  records silently). Today the choices are hand-editing offsets/N (and its .crc) or\n"
-                "  throwing the checkpoint away. stream-recovery's validate and repair commands do this\n"
-                "  safely: predict the failure, clamp to the log start offset with a backup, and count\n"
-                "  exactly what was lost."
+            _step("Pre-start check: stream-recovery validate (no Spark, no JVM)")
+            _cli("validate", str(checkpoint), "-b", bootstrap)
+
+            _step("The repair plan: stream-recovery repair (a dry run by default)")
+            _cli("repair", str(checkpoint), "-b", bootstrap)
+
+            _step("Apply it: --execute (backup, atomic rewrite, fresh .crc). The job is stopped: --force")
+            _cli("repair", str(checkpoint), "-b", bootstrap, "--execute", "--force")
+            _cli("checkpoint", "backups", str(checkpoint))
+
+            _step("Restarting the job from the repaired checkpoint")
+            run_once(spark, **args)
+            frame = spark.read.format("delta").load(table)
+            rows, distinct = frame.count(), frame.select("partition", "offset").distinct().count()
+            produced, lost = (
+                1100,
+                sum(max(0, topics.offset_range(bootstrap, TOPIC, p)[0] - saved[p]) for p in saved),
             )
+            out.print(
+                f"  The job ran. Delta table: {rows} rows ({distinct} distinct offsets) "
+                f"of the {produced} produced;\n  {produced - rows} missing = the {lost} records "
+                "retention deleted before the job read them, the loss the plan reported."
+            )
+            if rows != distinct or produced - rows != lost:
+                out.print("[red]Unexpected: the table does not match the plan.[/]")
+                raise SystemExit(1)
             spark.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
