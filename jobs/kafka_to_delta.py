@@ -10,7 +10,9 @@ even exists), so a job whose offsets aged out fails fast with a readable report 
 ``--gate fail`` (default) exits 1 with the report; ``clamp`` repairs follower-style within
 ``--max-loss-records`` (refusing beyond it, exit 1) and starts; ``warn`` prints the report and starts.
 On a cluster, run it with spark-submit and the Kafka connector and Delta on the classpath;
-``--local-rig`` builds the project's local SparkSession instead (demo and tests).
+``--local-rig`` builds the project's local SparkSession instead (demo and tests). The gate reads
+Kafka with ``--command-config``/``-X`` (librdkafka settings); Spark's source needs the same security
+settings under their Java names: ``--spark-kafka-option security.protocol=SASL_SSL`` and so on.
 """
 
 from __future__ import annotations
@@ -27,7 +29,16 @@ from recovery.cli.options import kafka_options
 @click.option("--table", required=True, help="Delta table path to append to.")
 @click.option("--checkpoint", required=True, help="Checkpoint location of the query.")
 @click.option("--gate", type=click.Choice(["fail", "clamp", "warn"]), default="fail", show_default=True)
-@click.option("--max-loss-records", type=click.IntRange(min=0), help="clamp: refuse to lose more.")
+@click.option(
+    "--max-loss-records", type=click.IntRange(min=0), help="clamp (required with it): refuse to lose more."
+)
+@click.option(
+    "--spark-kafka-option",
+    "spark_kafka_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Kafka client setting for Spark's source, Java name (security.protocol=SASL_SSL, ...); repeatable.",
+)
 @click.option("--available-now", is_flag=True, help="Process what is there now, then stop.")
 @click.option("--local-rig", is_flag=True, help="Use the project's local SparkSession (recovery.local).")
 def kafka_to_delta(
@@ -37,12 +48,22 @@ def kafka_to_delta(
     checkpoint: str,
     gate: str,
     max_loss_records: int | None,
+    spark_kafka_options: tuple[str, ...],
     available_now: bool,
     local_rig: bool,
 ) -> None:
     """Stream TOPIC into the Delta table TABLE, after the pre-start gate has passed."""
     from recovery.gate import GateMode, prestart_gate
     from recovery.model import Policy
+
+    if gate == "clamp" and max_loss_records is None:
+        raise click.UsageError("--gate clamp needs --max-loss-records: the most records it may give up")
+    source_options = {}
+    for item in spark_kafka_options:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r}: expected KEY=VALUE", param_hint="--spark-kafka-option")
+        source_options[f"kafka.{key}"] = value
 
     report = prestart_gate(
         checkpoint,
@@ -65,6 +86,7 @@ def kafka_to_delta(
         .option("kafka.bootstrap.servers", kafka.bootstrap_servers)  # type: ignore[attr-defined]
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
+        .options(**source_options)
         .load()
         .selectExpr(
             "topic", "partition", "offset", "CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value"

@@ -23,16 +23,16 @@ import json
 import click
 
 from recovery.cli import run
-from recovery.cli.options import kafka_options
+from recovery.cli.options import isolation_option, kafka_options
+from recovery.model import OffsetRange, TopicPartition
+from recovery.plan import clamp
 
 
 @click.command()
 @click.argument("checkpoint")
 @kafka_options
 @click.option("--group", metavar="NAME", help="Also commit the positions to this monitor-only group.")
-@click.option(
-    "--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted"
-)
+@isolation_option("The query's kafka.isolation.level: read_committed measures lag to the last stable offset.")
 def lag_export(checkpoint: str, kafka: object, group: str | None, isolation: str) -> None:
     """Print the Kafka lag of the Spark checkpoint CHECKPOINT as JSON lines."""
     from recovery.api import checkpoint_lag
@@ -53,12 +53,14 @@ def lag_export(checkpoint: str, kafka: object, group: str | None, isolation: str
         }
         click.echo(json.dumps(line))
     if group:
-        # Clamped into the log: the group API refuses offsets outside it, as kafka-consumer-groups does.
-        positions = {
-            r.tp: min(max(r.position, r.log_start), r.log_end)
-            for r in rows
-            if r.position is not None and r.log_start is not None and r.log_end is not None
-        }
+        # Clamped into the log (the group API refuses offsets outside it, as kafka-consumer-groups
+        # does); where several sources read one partition, the one furthest behind speaks for it.
+        positions: dict[TopicPartition, int] = {}
+        for r in rows:
+            if r.position is None or r.log_start is None or r.log_end is None:
+                continue
+            offset = clamp(r.position, OffsetRange(r.log_start, r.log_end))
+            positions[r.tp] = min(offset, positions.get(r.tp, offset))
         set_group_offsets(kafka, group, positions, execute=True)  # type: ignore[arg-type]
         click.echo(f"% committed {len(positions)} positions to group {group}", err=True)
 

@@ -19,7 +19,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from recovery.checkpoint import BackupSet, Checkpoint, Issue, Level, NextRun, open_checkpoint, rewrite_offsets
+from recovery.checkpoint import (
+    BackupSet,
+    Checkpoint,
+    Issue,
+    Level,
+    NextRun,
+    OffsetLogEntry,
+    SourceKind,
+    open_checkpoint,
+    rewrite_offsets,
+)
 from recovery.errors import CheckpointInUse, ExitCode, InvalidInput, LossBudgetExceeded, PlanOutdated
 from recovery.kafka.admin import (
     Isolation,
@@ -88,12 +98,19 @@ class Applied:
 
 
 def checkpoint_view(chk: Checkpoint) -> tuple[CheckpointView, tuple[Issue, ...]]:
-    """Where each Kafka source of ``chk`` resumes (spec §5.1), and what looks wrong in its logs."""
+    """Where each Kafka source of ``chk`` resumes (spec §5.1-5.2), and what looks wrong in its logs.
+
+    A source whose line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
+    from ``offsets/N-1`` (``startOffsets = offsets[N-1] ++ offsets[N]``), else from its initial
+    offsets ``sources/<i>/0``; a re-run batch starts from ``offsets/N-1`` or ``sources/<i>/0``.
+    """
     state = chk.restart_state()
     latest = chk.latest_offsets()
     rerun = state.next_run is NextRun.RERUN_BATCH or (
         state.next_run is NextRun.FIRST_BATCH and latest is not None
     )
+    ids, id_issues = _read_topic_ids(chk)
+    issues = (*state.issues, *id_issues)
     sources: list[SourcePosition] = []
     if latest is None:  # nothing planned yet: batch 0 starts from each Kafka source's initial offsets
         for entry in chk.store.list("sources"):
@@ -101,36 +118,62 @@ def checkpoint_view(chk: Checkpoint) -> tuple[CheckpointView, tuple[Issue, ...]]
             if initial is not None:
                 sources.append(SourcePosition(entry.name, f"sources/{entry.name}/0", initial.kafka.offsets))
     else:
-        start_entry = chk.offsets(latest.batch_id - 1) if rerun and latest.batch_id > 0 else None
-        for source in latest.kafka_sources:
-            assert source.kafka is not None
-            if not rerun:
-                sources.append(
-                    SourcePosition(source.source_id, f"offsets/{latest.batch_id}", source.kafka.offsets)
-                )
-                continue
-            if start_entry is None:  # batch 0 re-runs from the initial-offset file
-                initial = chk.initial_offsets(source.source_id)
-                start_file = f"sources/{source.source_id}/0"
-                start = initial.kafka.offsets if initial else {}
-            else:
-                previous = start_entry.source(source.source_id)
-                start_file = f"offsets/{start_entry.batch_id}"
-                start = previous.kafka.offsets if previous.kafka else {}
-            sources.append(
-                SourcePosition(
-                    source.source_id, start_file, start, f"offsets/{latest.batch_id}", source.kafka.offsets
-                )
-            )
+        n = latest.batch_id
+        previous = chk.offsets(n - 1) if n - 1 in chk.offset_batch_ids else None
+        for source in latest.sources:
+            position = _resume(chk, source.source_id, latest, previous, rerun)
+            if position is not None:
+                sources.append(position)
     view = CheckpointView(
         location=chk.location,
         query_id=chk.query_id,
         batch_id=state.batch_id,
         rerun=rerun,
         sources=tuple(sources),
-        recorded_topic_ids=recorded_topic_ids(chk),
+        recorded_topic_ids=ids,
     )
-    return view, state.issues
+    return view, issues
+
+
+def _kafka_offsets(entry: OffsetLogEntry | None, source_id: str) -> dict[TopicPartition, int] | None:
+    """The Kafka offsets of ``source_id`` in ``entry``; None if absent, ``-`` or not Kafka."""
+    if entry is None:
+        return None
+    try:
+        source = entry.source(source_id)
+    except KeyError:
+        return None
+    return dict(source.kafka.offsets) if source.kind is SourceKind.KAFKA and source.kafka else None
+
+
+def _resume(
+    chk: Checkpoint, source_id: str, latest: OffsetLogEntry, previous: OffsetLogEntry | None, rerun: bool
+) -> SourcePosition | None:
+    n = latest.batch_id
+    here, before = _kafka_offsets(latest, source_id), _kafka_offsets(previous, source_id)
+    initial_file = f"sources/{source_id}/0"
+
+    def initial() -> dict[TopicPartition, int] | None:
+        found = chk.initial_offsets(source_id)
+        return dict(found.kafka.offsets) if found else None
+
+    if not rerun:
+        if here is not None:
+            return SourcePosition(source_id, f"offsets/{n}", here)
+        if before is not None:
+            return SourcePosition(source_id, f"offsets/{n - 1}", before)
+        first = initial()
+        return SourcePosition(source_id, initial_file, first) if first is not None else None
+    if before is not None:
+        start_file, start = f"offsets/{n - 1}", before
+    else:
+        first = initial()
+        if first is None and here is None:
+            return None  # not a Kafka source
+        start_file, start = initial_file, first or {}
+    if here is None:  # no data for this source in batch N: it resumes from its start
+        return SourcePosition(source_id, start_file, start)
+    return SourcePosition(source_id, start_file, start, f"offsets/{n}", here)
 
 
 def cluster_view(kafka: KafkaConfig, topics: Iterable[str], isolation: Isolation) -> ClusterView:
@@ -150,14 +193,23 @@ def checkpoint_topics(view: CheckpointView) -> set[str]:
 
 
 def recorded_topic_ids(chk: Checkpoint) -> dict[str, str]:
+    return _read_topic_ids(chk)[0]
+
+
+def _read_topic_ids(chk: Checkpoint) -> tuple[dict[str, str], tuple[Issue, ...]]:
     data = chk.store.read(TOPIC_IDS_FILE)
     if data is None:
-        return {}
+        return {}, ()
     try:
-        return {str(k): str(v) for k, v in json.loads(data)["topic_ids"].items()}
+        return {str(k): str(v) for k, v in json.loads(data)["topic_ids"].items()}, ()
     except (ValueError, KeyError, TypeError, AttributeError):
-        # Our own bookkeeping, not Spark's: a damaged file must not block a recovery; it is rewritten.
-        return {}
+        # Our own bookkeeping, not Spark's: a damaged file must not block a recovery, but without it
+        # a recreated topic whose offsets look in range goes unnoticed. Say so.
+        message = (
+            f"{chk.store.display(TOPIC_IDS_FILE)} is unreadable: recreated topics cannot be detected "
+            "by topic id; it is rewritten by the next repair --execute"
+        )
+        return {}, (Issue(Level.WARNING, message),)
 
 
 def record_topic_ids(chk: Checkpoint, ids: Mapping[str, str], by: str) -> dict[str, str]:
@@ -245,8 +297,14 @@ def apply(
     recorded_by: str = "repair --execute",
 ) -> Applied:
     """Apply ``plan``: refuse if the policy does, or the checkpoint looks in use (unless ``force``);
-    re-read the log start offsets right before writing (retention keeps moving) and refuse if the
-    plan no longer matches; then back up, rewrite in place (atomic, ``.crc``), record topic ids.
+    re-plan against offsets read right before writing (retention and producers keep moving them);
+    then back up, rewrite in place (atomic, ``.crc``), and record the ids of the topics that are
+    healthy afterwards.
+
+    The fresh plan is the one applied (``Applied.plan``). It must touch the same partitions in the
+    same files and pass the same policy, else nothing is written (PlanOutdated, LossBudgetExceeded):
+    a value that moved with the log (a log start after retention, a log end after new records) is
+    taken as it is now, and the budget is checked on it.
 
     Example: ``apply(plan_repair("/chk", kafka), kafka).backup.id``
     """
@@ -258,17 +316,22 @@ def apply(
     view, _ = checkpoint_view(chk)
     cluster = cluster_view(kafka, checkpoint_topics(view), Isolation(plan.isolation))
     strategy, policy = plan.made_with or (None, None)
-    fresh = plan_from_values(view, cluster, strategy, policy)
-    if fresh.changes != plan.changes or fresh.refused:
+    fresh = replace(plan_from_values(view, cluster, strategy, policy), isolation=plan.isolation)
+    if fresh.refused:
+        raise LossBudgetExceeded(
+            f"{plan.checkpoint}: repair refused on offsets read just now: {fresh.refused}. "
+            "Nothing was written."
+        )
+    if _touched(fresh) != _touched(plan):
         raise PlanOutdated(
             f"{plan.checkpoint}: the checkpoint or the cluster changed since the plan was made "
-            f"(log start offsets move with retention); plan the repair again. Nothing was written."
+            "(partitions or batch files differ); plan the repair again. Nothing was written."
         )
     backup = None
-    if plan.changes:
+    if fresh.changes:
         batches: dict[int, dict[str, dict[TopicPartition, int | None]]] = {}
         initial: dict[str, dict[TopicPartition, int | None]] = {}
-        for change in plan.changes:
+        for change in fresh.changes:
             kind, _, rest = change.file.partition("/")
             if kind == "offsets":
                 batches.setdefault(int(rest), {}).setdefault(change.source_id, {})[change.tp] = change.new
@@ -277,8 +340,20 @@ def apply(
         backup = rewrite_offsets(
             chk, batches, initial=initial, backup_dir=backup_dir, storage_options=storage_options
         )
-    ids = record_topic_ids(chk, cluster.topic_ids, recorded_by)
-    return Applied(plan, backup, ids)
+    ids = record_topic_ids(chk, _healthy_topic_ids(fresh, cluster), recorded_by)
+    return Applied(fresh, backup, ids)
+
+
+def _touched(plan: Plan) -> set[tuple[str, str, TopicPartition, bool]]:
+    return {(c.file, c.source_id, c.tp, c.new is None) for c in plan.changes}
+
+
+def _healthy_topic_ids(plan: Plan, cluster: ClusterView) -> dict[str, str]:
+    """Ids of the topics whose every partition is fine once ``plan`` is applied. A topic left with
+    a problem (out of ``--topic`` scope, say) keeps its old id, so a recreation stays visible."""
+    moved = {(m.source_id, m.tp) for m in plan.moves}
+    troubled = {f.tp.topic for f in plan.findings if f.needs_action and (f.source_id, f.tp) not in moved}
+    return {topic: id_ for topic, id_ in cluster.topic_ids.items() if topic not in troubled}
 
 
 def _refuse_if_in_use(chk: Checkpoint, active_within_s: float) -> None:
@@ -371,7 +446,7 @@ def starting_offsets(
         cluster = cluster_view(kafka, names, isolation)
         plan = plan_from_values(view, cluster, Strategy(on_beyond_end=on_beyond_end))
         return StartingOffsets(
-            complete_starting_offsets(resume_positions(plan), cluster, names, "checkpoint")
+            complete_starting_offsets(_one_source(resume_positions(plan)), cluster, names, "checkpoint")
         )
     if not names:
         raise InvalidInput("name the topics the query reads with --topic")
@@ -411,6 +486,10 @@ class PartitionLag:
         if self.position is None or self.log_end is None:
             return None
         return max(0, self.log_end - max(self.position, self.log_start or 0))
+
+
+def _one_source(positions: Mapping[tuple[str, TopicPartition], int]) -> dict[TopicPartition, int]:
+    return {tp: offset for (_, tp), offset in positions.items()}
 
 
 def checkpoint_lag(

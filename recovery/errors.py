@@ -71,7 +71,8 @@ class CheckpointInUse(StateError):
 
 
 class LossBudgetExceeded(StateError):
-    """A repair would lose more records than the policy allows; nothing was written."""
+    """The repair policy refuses the plan (over the loss budget, offsets unreadable now, every
+    partition of a source dropped); nothing was written."""
 
 
 class PlanOutdated(StateError):

@@ -70,7 +70,7 @@ def prestart_gate(
     )
     # The job is about to start, so the checkpoint is not in use: no in-use check.
     applied = apply(plan, kafka, storage_options=storage_options, force=True, recorded_by="prestart gate")
-    moves = "\n".join(describe_move(m) for m in plan.moves)
+    moves = "\n".join(describe_move(m) for m in applied.plan.moves)
     backup = applied.backup.id if applied.backup else "none"
     print(f"stream-recovery gate: {checkpoint}: repaired (backup {backup}):\n{moves}", file=sys.stderr)
     return validate_checkpoint(checkpoint, kafka, isolation=isolation, storage_options=storage_options)

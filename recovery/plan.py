@@ -159,6 +159,10 @@ def _new_partition(
         if error
         else "added partition; Spark reads it from offset 0"
     )
+    if batch_end is not None and batch_end > available.end:
+        # Added within an uncommitted batch whose stored end no longer exists: the executors fail.
+        error = COULD_NOT_READ
+        detail = f"the stored end {batch_end} of the re-run batch is past the log end {available.end}"
     return Finding(
         source_id=source.source_id,
         tp=tp,
@@ -195,6 +199,7 @@ def plan_repair(
     )
     sources = {s.source_id: s for s in view.sources}
     changes = tuple(c for m in moves for c in _changes(m, sources[m.source_id], view.rerun, cluster))
+    refused = refused or _empties_a_source(view.sources, moves)
     return Plan(
         checkpoint=view.location,
         query_id=view.query_id,
@@ -255,6 +260,19 @@ def _move(finding: Finding, strategy: Strategy) -> Iterable[Move]:
         skipped = new - available.start
         yield Move(**base, old=None, new=new, lost=available.start, skipped=skipped, reason=finding.detail)
         return
+    if old > available.end:
+        # Past the log end: the topic was recreated (the records below the new position are new and
+        # will never be read) or the log was truncated (they were read before). Count the worst case.
+        yield Move(
+            **base,
+            old=old,
+            new=new,
+            skipped=new - available.start,
+            replayed=available.end - new,
+            reason=f"{finding.detail}; if the topic was recreated, the {new - available.start} records "
+            f"below {new} are never read",
+        )
+        return
     yield Move(
         **base,
         old=old,
@@ -276,13 +294,31 @@ def _changes(move: Move, source: SourcePosition, rerun: bool, cluster: ClusterVi
     end_old = source.end.get(tp)
     if new is None:
         end_new = None
+    elif start_old is None or new < start_old:
+        # Moving the start back must not widen batch N: a sink that already committed batch N
+        # (Delta's txn version, the file sink's log, foreachBatch dedup by batch id) skips the
+        # re-run, and with it records it never wrote (spec §5.2). Batch N becomes empty; the
+        # records are read in batch N+1.
+        end_new = new
     else:
         # The re-run batch keeps its stored end where that is still readable, and never ends
         # before it starts.
-        available = cluster.partitions[tp]
-        end_new = new if end_old is None else max(new, clamp(end_old, available))
+        end_new = new if end_old is None else max(new, clamp(end_old, cluster.partitions[tp]))
     if end_old != end_new:
         yield OffsetChange(source.end_file, source.source_id, tp, end_old, end_new)
+
+
+def _empties_a_source(sources: tuple[SourcePosition, ...], moves: tuple[Move, ...]) -> str | None:
+    # A Kafka offset with no partition left ({}) cannot be told from another source's JSON any more;
+    # and a query whose every partition is gone has nothing to resume: better a new checkpoint.
+    for source in sources:
+        dropped = {m.tp for m in moves if m.source_id == source.source_id and m.new is None}
+        if source.start and set(source.start) <= dropped:
+            return (
+                f"every partition of source {source.source_id} would be dropped (its topics are gone): "
+                "recreate the topics, or start the query on a new checkpoint (see `starting-offsets`)"
+            )
+    return None
 
 
 def _over_budget(moves: tuple[Move, ...], policy: Policy) -> str | None:
@@ -315,8 +351,9 @@ def complete_starting_offsets(
 
     A partition without a position starts at its log start; a position outside the log is clamped
     and says so. Partitions of topics that do not exist are left out."""
+    wanted_topics = set(topics)
     rows = []
-    for tp in sorted(t for t in cluster.partitions if t.topic in set(topics)):
+    for tp in sorted(t for t in cluster.partitions if t.topic in wanted_topics):
         available = cluster.partitions[tp]
         wanted = positions.get(tp)
         if wanted is None:
@@ -332,8 +369,10 @@ def complete_starting_offsets(
     return tuple(rows)
 
 
-def resume_positions(plan: Plan) -> dict[TopicPartition, int]:
-    """Where each partition resumes once ``plan`` is applied (dropped partitions left out)."""
-    final: dict[TopicPartition, int | None] = {f.tp: f.position for f in plan.findings}
-    final.update({m.tp: m.new for m in plan.moves})
-    return {tp: offset for tp, offset in sorted(final.items()) if offset is not None}
+def resume_positions(plan: Plan) -> dict[tuple[str, TopicPartition], int]:
+    """Where each partition of each source resumes once ``plan`` is applied (dropped ones left out)."""
+    final: dict[tuple[str, TopicPartition], int | None] = {
+        (f.source_id, f.tp): f.position for f in plan.findings
+    }
+    final.update({(m.source_id, m.tp): m.new for m in plan.moves})
+    return {key: offset for key, offset in sorted(final.items()) if offset is not None}

@@ -13,13 +13,24 @@ def describe_finding(f: Finding) -> str:
     where = f"checkpoint {f.position if f.position is not None else '-'}"
     if f.available is not None:
         where += f", log [{f.available.start}, {f.available.end})"
-    outcome = (
-        f"Spark fails with {f.spark_error}"
-        if f.spark_error
-        else (f"Spark silently skips {f.silently_skipped} records" if f.silently_skipped else "Spark runs")
-    )
     lost = f"{f.records_lost} records lost; " if f.records_lost else ""
-    return f"{f.tp} {f.verdict.value}: {where}: {lost}on restart {outcome}. {f.detail}".rstrip(". ") + "."
+    return (
+        f"{f.tp} {f.verdict.value}: {where}: {lost}on restart {spark_outcome(f)}. {f.detail}".rstrip(". ")
+        + "."
+    )
+
+
+def spark_outcome(f: Finding, *, short: bool = False) -> str:
+    """What Spark does on restart: fails with an error condition, silently skips records, or runs."""
+    if f.spark_error:
+        return f.spark_error if short else f"Spark fails with {f.spark_error}"
+    if f.silently_skipped:
+        return (
+            f"runs, silently skips {f.silently_skipped}"
+            if short
+            else (f"Spark silently skips {f.silently_skipped} records")
+        )
+    return "runs" if short else "Spark runs"
 
 
 def describe_move(m: Move) -> str:

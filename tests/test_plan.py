@@ -150,7 +150,13 @@ def test_offset_below_log_start_is_clamped_to_log_start() -> None:
 
 def test_offset_beyond_log_end_is_truncated_to_log_end_by_default() -> None:
     plan = plan_repair(committed(p0=334), cluster((0, 10)))
-    assert [(m.old, m.new, m.replayed, m.skipped) for m in plan.moves] == [(334, 10, 0, 0)]
+    # Worst case counted: if the topic was recreated, its 10 records are never read.
+    assert [(m.old, m.new, m.replayed, m.skipped) for m in plan.moves] == [(334, 10, 0, 10)]
+
+
+def test_truncating_to_the_log_end_counts_against_the_loss_budget() -> None:
+    plan = plan_repair(committed(p0=5000), cluster((100, 1000)), policy=Policy(max_loss_records=0))
+    assert plan.refused == "the plan loses 900 records in all, over the budget of 0"
 
 
 def test_offset_beyond_log_end_can_reread_a_recreated_topic_from_earliest() -> None:
@@ -178,6 +184,32 @@ def test_uncommitted_batch_clamps_both_ends_monotonically() -> None:
         OffsetChange("offsets/4", "0", O1, 60, 40),
     }
     assert plan.files == ("offsets/3", "offsets/4")
+
+
+def test_moving_the_start_of_a_rerun_batch_back_empties_that_batch() -> None:
+    """A sink that already committed batch N skips its re-run; widening N would lose the records."""
+    view = uncommitted(7, {O0: 5000}, {O0: 5200})
+    plan = plan_repair(view, cluster((0, 900)), Strategy(on_beyond_end="earliest"))
+    assert set(plan.changes) == {
+        OffsetChange("offsets/6", "0", O0, 5000, 0),
+        OffsetChange("offsets/7", "0", O0, 5200, 0),
+    }
+
+
+def test_partition_only_in_a_rerun_batch_end_past_the_log_end_is_repaired() -> None:
+    view = uncommitted(3, {O0: 5}, {O0: 9, O1: 80})
+    findings = assess(view, cluster((0, 10), (0, 50)))
+    assert (findings[1].verdict, findings[1].spark_error) == (Verdict.NEW_PARTITION, COULD_NOT_READ)
+    plan = plan_repair(view, cluster((0, 10), (0, 50)))
+    assert set(plan.changes) == {
+        OffsetChange("offsets/2", "0", O1, None, 0),
+        OffsetChange("offsets/3", "0", O1, 80, 0),
+    }
+
+
+def test_dropping_every_partition_of_a_source_is_refused() -> None:
+    plan = plan_repair(committed(p0=1, p1=2), ClusterView({}))
+    assert plan.refused is not None and "every partition of source 0 would be dropped" in plan.refused
 
 
 def test_uncommitted_batch_zero_rewrites_the_initial_offsets_file() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from recovery.cli.options import kafka_options, output_option
+from recovery.cli.options import isolation_option, kafka_options, output_option
 from recovery.cli.tables import TimeSpecType, emit, iso_ms, selection_from, selection_options
 from recovery.errors import ExitCode
 
@@ -59,13 +59,7 @@ _COLUMNS = (
     show_default=True,
     help="For --time T or max-timestamp: the offset of a partition with no record at or after T.",
 )
-@click.option(
-    "--isolation",
-    type=click.Choice(["read_uncommitted", "read_committed"]),
-    default="read_uncommitted",
-    show_default=True,
-    help="Whose 'latest' the OFFSET column shows: high watermark or last stable offset.",
-)
+@isolation_option("Whose 'latest' the OFFSET column shows: high watermark or last stable offset.")
 @output_option("table", "json", "csv")
 def offsets_cmd(
     kafka: Any,

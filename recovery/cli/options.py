@@ -87,3 +87,14 @@ def kafka_options(func: F) -> F:
     for decorator in reversed(decorators):
         wrapper = decorator(wrapper)
     return wrapper  # type: ignore[return-value]
+
+
+def isolation_option(help: str) -> Callable[[F], F]:
+    """``--isolation read_uncommitted|read_committed`` (the Kafka consumer's ``isolation.level``)."""
+    return click.option(
+        "--isolation",
+        type=click.Choice(["read_uncommitted", "read_committed"]),
+        default="read_uncommitted",
+        show_default=True,
+        help=help,
+    )

@@ -9,7 +9,7 @@ from typing import IO, Any
 
 import click
 
-from recovery.cli.options import kafka_options, output_option
+from recovery.cli.options import isolation_option, kafka_options, output_option
 from recovery.cli.tables import TimeSpecType, emit, iso_ms, selection_from, selection_options
 
 _COLUMNS = (
@@ -35,13 +35,7 @@ _COLUMNS = (
     show_default=True,
     help="Where to start in each partition: earliest | latest | epoch ms | ISO-8601 (first record >= T).",
 )
-@click.option(
-    "--isolation",
-    type=click.Choice(["read_uncommitted", "read_committed"]),
-    default="read_uncommitted",
-    show_default=True,
-    help="read_committed reads up to the last stable offset and skips aborted transactions.",
-)
+@isolation_option("read_committed reads up to the last stable offset and skips aborted transactions.")
 @click.option(
     "--records",
     "records_file",

@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from recovery.cli.checkpoint import _storage_options, storage_option
-from recovery.cli.options import kafka_options, output_option
+from recovery.cli.options import isolation_option, kafka_options, output_option
 from recovery.cli.tables import emit
 from recovery.errors import ExitCode, OffsetSpecError
 
@@ -48,12 +48,8 @@ MOVE_COLUMNS = (
     ("replayed", "REPLAYED"),
 )
 
-isolation_option = click.option(
-    "--isolation",
-    type=click.Choice(["read_uncommitted", "read_committed"]),
-    default="read_uncommitted",
-    show_default=True,
-    help="The query's kafka.isolation.level: read_committed judges against the last stable offset.",
+judged_isolation = isolation_option(
+    "The query's kafka.isolation.level: read_committed judges against the last stable offset."
 )
 
 
@@ -70,14 +66,11 @@ def _context(report_or_plan: Any) -> None:
 
 
 def finding_rows(findings: Sequence[Any]) -> list[dict[str, Any]]:
+    from recovery.report import spark_outcome
+
     rows = []
     for f in findings:
-        if f.spark_error:
-            on_restart = f.spark_error
-        elif f.silently_skipped:
-            on_restart = f"runs, silently skips {f.silently_skipped}"
-        else:
-            on_restart = "runs"
+        on_restart = spark_outcome(f, short=True)
         rows.append(
             {
                 "source": f.source_id,
@@ -101,7 +94,7 @@ def finding_rows(findings: Sequence[Any]) -> list[dict[str, Any]]:
 @click.command(name="validate")
 @click.argument("checkpoint")
 @kafka_options
-@isolation_option
+@judged_isolation
 @storage_option
 @output_option()
 def validate_cmd(
@@ -158,6 +151,20 @@ def parse_duration_ms(text: str) -> int:
     return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
 
 
+def timestamp_from(to_datetime: str | None, by_duration: str | None) -> int | None:
+    """``--to-datetime`` (ISO-8601 or epoch ms) or ``--by-duration`` (now minus it), in epoch ms."""
+    from recovery.kafka.specs import parse_time
+
+    if to_datetime is not None:
+        timestamp_ms = parse_time(to_datetime).timestamp_ms
+        if timestamp_ms is None:
+            raise OffsetSpecError(f"--to-datetime {to_datetime!r}: give a date-time or epoch ms")
+        return timestamp_ms
+    if by_duration is not None:
+        return int(time.time() * 1000) - parse_duration_ms(by_duration)
+    return None
+
+
 def parse_scope(items: Sequence[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
     """``--topic t`` (all partitions) or ``--topic t:0,1`` (those partitions), repeatable."""
     scope = []
@@ -176,7 +183,7 @@ def parse_scope(items: Sequence[str]) -> tuple[tuple[str, tuple[int, ...]], ...]
 @dataclass(frozen=True)
 class _StrategyArgs:
     strategy: str | None
-    on_beyond_end: str
+    on_beyond_end: str | None
     to_datetime: str | None
     by_duration: str | None
     shift_by: int | None
@@ -209,15 +216,8 @@ def build_strategy(
     kind = StrategyKind(kind_name)
     targets: Mapping[Any, int] = {}
     if kind in (StrategyKind.TO_DATETIME, StrategyKind.BY_DURATION):
-        from recovery.kafka.specs import parse_time
-
-        if kind is StrategyKind.TO_DATETIME:
-            spec = parse_time(str(args.to_datetime))
-            if spec.timestamp_ms is None:
-                raise OffsetSpecError(f"--to-datetime {args.to_datetime!r}: give a date-time or epoch ms")
-            ts_ms = spec.timestamp_ms
-        else:
-            ts_ms = int(time.time() * 1000) - parse_duration_ms(str(args.by_duration))
+        ts_ms = timestamp_from(args.to_datetime, args.by_duration)
+        assert ts_ms is not None
         targets = time_targets(ts_ms, args.no_match)
     elif kind is StrategyKind.FROM_FILE:
         from recovery.kafka.groups import read_offsets_file
@@ -227,9 +227,11 @@ def build_strategy(
                 targets = read_offsets_file(handle, str(args.from_file))
         except OSError as exc:
             raise OffsetSpecError(f"{args.from_file}: {exc.strerror}") from None
+    if args.on_beyond_end is not None and kind is not StrategyKind.CLAMP:
+        raise click.UsageError(f"--on-beyond-end goes with the clamp strategy, not {kind.value}")
     return Strategy(
         kind=kind,
-        on_beyond_end=args.on_beyond_end,
+        on_beyond_end=args.on_beyond_end or "latest",
         shift=args.shift_by or 0,
         offset=args.to_offset,
         targets=targets,
@@ -282,8 +284,15 @@ def export_plan(plan: Any, path: str) -> None:
     ``--export``), readable back with ``--from-file``. Partitions the plan drops are left out."""
     from recovery.plan import resume_positions
 
+    by_tp: dict[Any, int] = {}
+    for (source_id, tp), offset in resume_positions(plan).items():
+        if by_tp.setdefault(tp, offset) != offset:
+            raise OffsetSpecError(
+                f"--export {path}: two sources read {tp} at different positions; the CSV cannot say "
+                f"which is which (source {source_id}): use --output json"
+            )
     with open(path, "w") as handle:
-        handle.writelines(f"{tp.topic},{tp.partition},{o}\n" for tp, o in resume_positions(plan).items())
+        handle.writelines(f"{tp.topic},{tp.partition},{o}\n" for tp, o in sorted(by_tp.items()))
 
 
 @click.command(name="repair")
@@ -301,9 +310,9 @@ def export_plan(plan: Any, path: str) -> None:
 @click.option(
     "--on-beyond-end",
     type=click.Choice(["latest", "earliest"]),
-    default="latest",
-    show_default=True,
-    help="clamp: where a position past the log end goes (earliest re-reads a recreated topic).",
+    default=None,
+    help="clamp: where a position past the log end goes: latest (default, follower-style) or "
+    "earliest (re-reads a recreated topic).",
 )
 @click.option("--to-datetime", metavar="ISO-8601|EPOCH-MS", help="First offset at or after this time.")
 @click.option("--by-duration", metavar="PnDTnHnMnS", help="First offset at or after now minus this.")
@@ -342,14 +351,14 @@ def export_plan(plan: Any, path: str) -> None:
 @click.option(
     "--backup-dir", metavar="URL", help="Where the backup set goes (default <checkpoint>/_recovery)."
 )
-@isolation_option
+@judged_isolation
 @storage_option
 @output_option()
 def repair_cmd(
     checkpoint: str,
     kafka: Any,
     strategy: str | None,
-    on_beyond_end: str,
+    on_beyond_end: str | None,
     to_datetime: str | None,
     by_duration: str | None,
     shift_by: int | None,
@@ -402,8 +411,6 @@ def repair_cmd(
         isolation=level,
         storage_options=options,
     )
-    if export_path:
-        export_plan(plan, export_path)
     backup_id = None
     if not dry_run and not plan.refused:
         applied = apply(
@@ -415,6 +422,9 @@ def repair_cmd(
             active_within_s=active_within,
         )
         backup_id = applied.backup.id if applied.backup else None
+        plan = applied.plan  # re-planned on offsets read right before writing: what was applied
+    if export_path:
+        export_plan(plan, export_path)
     if output == "json":
         click.echo(
             json.dumps(
@@ -478,7 +488,7 @@ STARTING_COLUMNS = (
     show_default=True,
     help="Checkpoint: where a position past the log end goes.",
 )
-@isolation_option
+@judged_isolation
 @storage_option
 @output_option("table", "json", "spark")
 def starting_offsets_cmd(
@@ -504,18 +514,13 @@ def starting_offsets_cmd(
     """
     from recovery.api import starting_offsets
     from recovery.kafka.admin import Isolation, NoMatch
-    from recovery.kafka.specs import parse_time
 
     given = [x for x in (checkpoint, group, to_datetime, by_duration) if x is not None]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --from-checkpoint, --group, --to-datetime, --by-duration")
-    timestamp_ms = None
-    if to_datetime is not None:
-        timestamp_ms = parse_time(to_datetime).timestamp_ms
-        if timestamp_ms is None:
-            raise OffsetSpecError(f"--to-datetime {to_datetime!r}: give a date-time or epoch ms")
-    elif by_duration is not None:
-        timestamp_ms = int(time.time() * 1000) - parse_duration_ms(by_duration)
+    if source_id is not None and checkpoint is None:
+        raise click.UsageError("--source goes with --from-checkpoint")
+    timestamp_ms = timestamp_from(to_datetime, by_duration)
     result = starting_offsets(
         kafka,
         checkpoint=checkpoint,
