@@ -214,10 +214,15 @@ def _read_topic_ids(chk: Checkpoint) -> tuple[dict[str, str], tuple[Issue, ...]]
 
 def record_topic_ids(chk: Checkpoint, ids: Mapping[str, str], by: str) -> dict[str, str]:
     """Remember the topic ids seen now (merged with earlier ones) under ``_recovery/``."""
+    merged, data = _topic_ids_file(chk, ids, by)
+    chk.store.write_atomic(TOPIC_IDS_FILE, data)
+    return merged
+
+
+def _topic_ids_file(chk: Checkpoint, ids: Mapping[str, str], by: str) -> tuple[dict[str, str], bytes]:
     merged = {**recorded_topic_ids(chk), **ids}
     body = {"topic_ids": dict(sorted(merged.items())), "recorded_at_ms": int(time.time() * 1000), "by": by}
-    chk.store.write_atomic(TOPIC_IDS_FILE, (json.dumps(body, indent=2) + "\n").encode())
-    return merged
+    return merged, (json.dumps(body, indent=2) + "\n").encode()
 
 
 # -- use cases -----------------------------------------------------------------------------------
@@ -327,20 +332,27 @@ def apply(
             f"{plan.checkpoint}: the checkpoint or the cluster changed since the plan was made "
             "(partitions or batch files differ); plan the repair again. Nothing was written."
         )
-    backup = None
-    if fresh.changes:
-        batches: dict[int, dict[str, dict[TopicPartition, int | None]]] = {}
-        initial: dict[str, dict[TopicPartition, int | None]] = {}
-        for change in fresh.changes:
-            kind, _, rest = change.file.partition("/")
-            if kind == "offsets":
-                batches.setdefault(int(rest), {}).setdefault(change.source_id, {})[change.tp] = change.new
-            else:
-                initial.setdefault(change.source_id, {})[change.tp] = change.new
-        backup = rewrite_offsets(
-            chk, batches, initial=initial, backup_dir=backup_dir, storage_options=storage_options
-        )
-    ids = record_topic_ids(chk, _healthy_topic_ids(fresh, cluster), recorded_by)
+    healthy = _healthy_topic_ids(fresh, cluster)
+    if not fresh.changes:
+        return Applied(fresh, None, record_topic_ids(chk, healthy, recorded_by))
+    batches: dict[int, dict[str, dict[TopicPartition, int | None]]] = {}
+    initial: dict[str, dict[TopicPartition, int | None]] = {}
+    for change in fresh.changes:
+        kind, _, rest = change.file.partition("/")
+        if kind == "offsets":
+            batches.setdefault(int(rest), {}).setdefault(change.source_id, {})[change.tp] = change.new
+        else:
+            initial.setdefault(change.source_id, {})[change.tp] = change.new
+    # The id record changes with the offsets, in the same backup set: a restore puts both back.
+    ids, ids_file = _topic_ids_file(chk, healthy, recorded_by)
+    backup = rewrite_offsets(
+        chk,
+        batches,
+        initial=initial,
+        backup_dir=backup_dir,
+        storage_options=storage_options,
+        extra={TOPIC_IDS_FILE: ids_file},
+    )
     return Applied(fresh, backup, ids)
 
 

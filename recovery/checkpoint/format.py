@@ -564,3 +564,35 @@ def with_initial_kafka_offsets(
 def is_batch_file_name(name: str) -> bool:
     """HDFSMetadataLog: a batch file is one whose whole name parses as a long (so ``.0.crc`` is not)."""
     return name.isascii() and name.isdigit()
+
+
+# -- Delta source offsets (added for recovery.delta) ---------------------------------------------------
+
+
+def delta_offset_json(offset: DeltaSourceOffset) -> str:
+    """Spelled as Delta's DeltaSourceOffsetForSerialization: compact, fields in declaration order."""
+    return _compact(
+        {
+            "sourceVersion": offset.source_version,
+            "reservoirId": offset.reservoir_id,
+            "reservoirVersion": offset.reservoir_version,
+            "index": offset.index,
+            "isStartingVersion": offset.is_starting_version,
+        }
+    )
+
+
+def with_delta_offset(
+    entry: OffsetLogEntry, source_id: int | str, offset: DeltaSourceOffset
+) -> OffsetLogEntry:
+    """``entry`` with a new offset for one Delta source; every other line stays byte-identical."""
+    key = str(source_id)
+    sources = list(entry.sources)
+    for i, source in enumerate(sources):
+        if source.source_id == key:
+            if source.kind is not SourceKind.DELTA or source.text is None:
+                raise ValueError(f"batch {entry.batch_id}: source {key} is not a Delta source")
+            text = _respell(source.text, delta_offset_json(offset))
+            sources[i] = replace(source, text=text, delta=offset)
+            return replace(entry, sources=tuple(sources))
+    raise ValueError(f"batch {entry.batch_id}: no source {key}")

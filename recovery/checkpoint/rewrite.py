@@ -17,13 +17,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.crc import DEFAULT_BYTES_PER_CHECKSUM, checksum_file, crc_name, parse_checksum_file
 from recovery.checkpoint.reader import Checkpoint
 from recovery.checkpoint.store import Store
-from recovery.errors import CheckpointFormatError, InvalidInput, PlanOutdated, StateError
+from recovery.errors import CheckpointFormatError, InvalidInput, PlanOutdated, StateError, StorageError
 from recovery.model import TopicPartition
 
 BACKUPS_DIR = "_recovery/backups"
@@ -271,16 +271,25 @@ def apply_rewrite(
     *,
     backup_dir: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    extra: Mapping[str, bytes] | None = None,
 ) -> BackupSet:
     """Back up, then replace each planned file and its side file. Raises PlanOutdated (nothing
-    written) if a file changed since the plan was made."""
+    written) if a file changed since the plan was made.
+
+    ``extra`` are further files (relative path -> new bytes; the tool's own bookkeeping under
+    ``_recovery/``) written last and kept in the same backup set, so a restore puts them back too.
+    If a write fails part-way, every file already replaced is put back from the originals and the
+    error names the backup set; the checkpoint is never left half-rewritten.
+    """
     store = chk.store
     for change in plan.changes:
         if store.read(change.path) != change.before:
             raise PlanOutdated(
                 f"{store.display(change.path)}: changed since the plan was made; nothing was written"
             )
-    paths = tuple(p for c in plan.changes for p in (c.path, _crc_rel(c.path)))
+    extra = dict(extra or {})
+    paths = tuple(p for c in plan.changes for p in (c.path, _crc_rel(c.path))) + tuple(extra)
+    originals = {rel: store.read(rel) for rel in paths}
     backup = write_backup(
         store,
         paths,
@@ -289,10 +298,34 @@ def apply_rewrite(
         backup_dir=backup_dir,
         storage_options=storage_options,
     )
-    for change in plan.changes:
-        crc = _side_file(store, change.path, change.after)
-        _replace_files(store, {change.path: change.after, _crc_rel(change.path): crc})
+    try:
+        for change in plan.changes:
+            crc = _side_file(store, change.path, change.after)
+            _replace_files(store, {change.path: change.after, _crc_rel(change.path): crc})
+        _replace_files(store, extra)
+    except Exception as exc:
+        _roll_back(store, originals, backup, exc)
     return backup
+
+
+def _roll_back(
+    store: Store, originals: Mapping[str, bytes | None], backup: BackupSet, exc: Exception
+) -> NoReturn:
+    """Put every file back as it was before a failed rewrite, then raise what happened."""
+    try:
+        for rel, data in originals.items():
+            if store.read(rel) != data:
+                _replace_files(store, {rel: data})
+    except Exception as again:
+        raise StorageError(
+            f"{store.display()}: rewriting failed ({exc}) and so did putting the originals back ({again}); "
+            f"restore them with `stream-recovery checkpoint restore {store.display()} --backup {backup.id} "
+            "--execute`"
+        ) from exc
+    raise StorageError(
+        f"{store.display()}: rewriting failed ({exc}); the original files were put back "
+        f"(they are also in backup {backup.id})"
+    ) from exc
 
 
 def rewrite_offsets(
@@ -302,13 +335,15 @@ def rewrite_offsets(
     initial: Mapping[int | str, OffsetChanges] | None = None,
     backup_dir: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    extra: Mapping[str, bytes] | None = None,
 ) -> BackupSet:
-    """Set Kafka offsets in existing batch files (and ``sources/<i>/0``), in place, after a backup.
+    """Set Kafka offsets in existing batch files (and ``sources/<i>/0``), in place, after a backup;
+    ``extra`` files ride along in the same backup set (see :func:`apply_rewrite`).
 
     Example: ``rewrite_offsets(chk, {5: {0: {TopicPartition("orders", 1): 300}}})``
     """
     plan = plan_offset_rewrite(chk, batches, initial=initial)
-    return apply_rewrite(chk, plan, backup_dir=backup_dir, storage_options=storage_options)
+    return apply_rewrite(chk, plan, backup_dir=backup_dir, storage_options=storage_options, extra=extra)
 
 
 # -- restore ---------------------------------------------------------------------------------------
@@ -388,3 +423,30 @@ def restore_backup(
         ordered = sorted((*written, *removed), key=lambda rel: rel.rpartition("/")[2].endswith(".crc"))
         _replace_files(store, {rel: originals.get(rel) for rel in ordered})
     return RestoreResult(backup, written, removed, unchanged, safety, execute)
+
+
+def plan_delta_rewrite(
+    chk: Checkpoint, batches: Mapping[int, Mapping[int | str, fmt.DeltaSourceOffset]]
+) -> RewritePlan:
+    """The new bytes of each ``offsets/<N>`` whose Delta source lines change (added for
+    recovery.delta). ``batches``: ``{batch_id: {source_id: DeltaSourceOffset}}``; apply with
+    :func:`apply_rewrite`, which backs up first and re-checks every file."""
+    changes: list[FileChange] = []
+    for batch_id, per_source in sorted(batches.items()):
+        rel = f"offsets/{batch_id}"
+        if batch_id not in chk.offset_batch_ids:
+            raise InvalidInput(
+                f"{chk.store.display(rel)}: no such batch file (batch files are never created)"
+            )
+        entry = chk.offsets(batch_id)
+        for source_id, offset in per_source.items():
+            try:
+                entry = fmt.with_delta_offset(entry, source_id, offset)
+            except ValueError as exc:
+                raise InvalidInput(f"{chk.store.display(rel)}: {exc}") from None
+        before = chk.read(rel)
+        assert before is not None
+        after = fmt.serialize_offset_log(entry)
+        if after != before:
+            changes.append(FileChange(rel, before, after))
+    return RewritePlan(chk.location, tuple(changes))

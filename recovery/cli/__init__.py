@@ -27,9 +27,9 @@ def cli() -> None:
 
 def _register() -> None:
     # Each command module adds its own commands; the modules import nothing heavy at load time.
-    from recovery.cli import checkpoint, offsets, repair
+    from recovery.cli import checkpoint, delta, ledger, offsets, repair
 
-    for module in (checkpoint, offsets, repair):
+    for module in (checkpoint, offsets, repair, delta, ledger):
         module.register(cli)
 
 

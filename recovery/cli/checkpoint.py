@@ -16,26 +16,8 @@ from typing import Any
 
 import click
 
-from recovery.cli.options import output_option
+from recovery.cli.options import output_option, parse_storage_options, storage_option
 
-
-def _storage_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
-        out[key] = value
-    return out
-
-
-storage_option = click.option(
-    "--storage-option",
-    "storage_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable).",
-)
 backup_dir_option = click.option(
     "--backup-dir",
     default=None,
@@ -180,7 +162,7 @@ def show_cmd(path: str, batch: int | None, storage_options: tuple[str, ...], out
 
     Example: stream-recovery checkpoint show /data/chk --output json
     """
-    info = _describe(path, batch, _storage_options(storage_options))
+    info = _describe(path, batch, parse_storage_options(storage_options))
     if output == "json":
         click.echo(json.dumps(info, indent=2))
     else:
@@ -199,7 +181,7 @@ def backups_cmd(path: str, backup_dir: str | None, storage_options: tuple[str, .
     """
     from recovery.checkpoint import list_backups
 
-    backups = list_backups(path, _storage_options(storage_options), backup_dir=backup_dir)
+    backups = list_backups(path, parse_storage_options(storage_options), backup_dir=backup_dir)
     rows = [
         {
             "id": b.id,
@@ -253,7 +235,7 @@ def restore_cmd(
         path,
         backup_id,
         execute=not dry_run,
-        storage_options=_storage_options(storage_options),
+        storage_options=parse_storage_options(storage_options),
         backup_dir=backup_dir,
     )
     if output == "json":

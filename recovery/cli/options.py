@@ -98,3 +98,23 @@ def isolation_option(help: str) -> Callable[[F], F]:
         show_default=True,
         help=help,
     )
+
+
+def parse_storage_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    """``--storage-option KEY=VALUE`` items as fsspec storage options."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
+        out[key] = value
+    return out
+
+
+storage_option = click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable).",
+)

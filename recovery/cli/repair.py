@@ -20,8 +20,13 @@ from typing import Any
 
 import click
 
-from recovery.cli.checkpoint import _storage_options, storage_option
-from recovery.cli.options import isolation_option, kafka_options, output_option
+from recovery.cli.options import (
+    isolation_option,
+    kafka_options,
+    output_option,
+    parse_storage_options,
+    storage_option,
+)
 from recovery.cli.tables import emit
 from recovery.errors import ExitCode, OffsetSpecError
 
@@ -47,6 +52,25 @@ MOVE_COLUMNS = (
     ("skipped", "SKIPPED"),
     ("replayed", "REPLAYED"),
 )
+
+sink_option = click.option(
+    "--sink",
+    metavar="TABLE",
+    help="The query's Delta sink table: warn when it would skip batches it believes it wrote "
+    "(its txn appId is the query id).",
+)
+
+
+def _sink_warning(checkpoint: str, sink: str | None, files: tuple[str, ...], options: dict[str, str]) -> Any:
+    if sink is None:
+        return None
+    from recovery.delta.api import sink_warning
+
+    warning = sink_warning(checkpoint, sink, changed_files=files, storage_options=options)
+    if warning is not None:
+        _err(f"% warning: {warning.message}")
+    return warning
+
 
 judged_isolation = isolation_option(
     "The query's kafka.isolation.level: read_committed judges against the last stable offset."
@@ -95,10 +119,16 @@ def finding_rows(findings: Sequence[Any]) -> list[dict[str, Any]]:
 @click.argument("checkpoint")
 @kafka_options
 @judged_isolation
+@sink_option
 @storage_option
 @output_option()
 def validate_cmd(
-    checkpoint: str, kafka: Any, isolation: str, storage_options: tuple[str, ...], output: str
+    checkpoint: str,
+    kafka: Any,
+    isolation: str,
+    sink: str | None,
+    storage_options: tuple[str, ...],
+    output: str,
 ) -> None:
     """Say what Spark will do when the query restarts from CHECKPOINT, per Kafka partition.
 
@@ -109,9 +139,9 @@ def validate_cmd(
     from recovery.api import validate_checkpoint
     from recovery.kafka.admin import Isolation
 
-    report = validate_checkpoint(
-        checkpoint, kafka, isolation=Isolation(isolation), storage_options=_storage_options(storage_options)
-    )
+    options = parse_storage_options(storage_options)
+    report = validate_checkpoint(checkpoint, kafka, isolation=Isolation(isolation), storage_options=options)
+    warning = _sink_warning(checkpoint, sink, (), options)
     rows = finding_rows(report.findings)
     if output == "json":
         body = {
@@ -120,7 +150,8 @@ def validate_cmd(
             "batch_id": report.batch_id,
             "rerun": report.rerun,
             "isolation": report.isolation,
-            "needs_action": report.needs_action,
+            "needs_action": report.needs_action or warning is not None,
+            "sink_warning": warning.message if warning else None,
             "issues": [{"level": i.level.value, "message": i.message} for i in report.issues],
             "partitions": [{k: v for k, v in r.items() if k != "on_restart"} for r in rows],
         }
@@ -134,7 +165,7 @@ def validate_cmd(
             if f.needs_action:
                 _err(f"% {f.tp}: {f.detail}")
         _err("% action needed: see `stream-recovery repair`" if report.needs_action else "% healthy")
-    sys.exit(report.exit_code)
+    sys.exit(ExitCode.ACTION_NEEDED if warning is not None else report.exit_code)
 
 
 # -- repair --------------------------------------------------------------------------------------
@@ -181,7 +212,7 @@ def parse_scope(items: Sequence[str]) -> tuple[tuple[str, tuple[int, ...]], ...]
 
 
 @dataclass(frozen=True)
-class _StrategyArgs:
+class StrategyArgs:
     strategy: str | None
     on_beyond_end: str | None
     to_datetime: str | None
@@ -202,7 +233,7 @@ _VALUE_OPTIONS = {
 
 
 def build_strategy(
-    args: _StrategyArgs, scope: tuple[tuple[str, tuple[int, ...]], ...], time_targets: Any
+    args: StrategyArgs, scope: tuple[tuple[str, tuple[int, ...]], ...], time_targets: Any
 ) -> Any:
     """A Strategy from the options; time-based ones are resolved against the cluster here (IO edge)."""
     from recovery.model import Strategy, StrategyKind
@@ -352,6 +383,7 @@ def export_plan(plan: Any, path: str) -> None:
     "--backup-dir", metavar="URL", help="Where the backup set goes (default <checkpoint>/_recovery)."
 )
 @judged_isolation
+@sink_option
 @storage_option
 @output_option()
 def repair_cmd(
@@ -374,6 +406,7 @@ def repair_cmd(
     active_within: float,
     backup_dir: str | None,
     isolation: str,
+    sink: str | None,
     storage_options: tuple[str, ...],
     output: str,
 ) -> None:
@@ -390,7 +423,7 @@ def repair_cmd(
     from recovery.kafka.admin import Isolation, NoMatch
     from recovery.model import Policy
 
-    options = _storage_options(storage_options)
+    options = parse_storage_options(storage_options)
     level = Isolation(isolation)
     scope = parse_scope(topics)
 
@@ -399,7 +432,7 @@ def repair_cmd(
             checkpoint, kafka, ts_ms, NoMatch(no_match_name), isolation=level, storage_options=options
         )
 
-    args = _StrategyArgs(
+    args = StrategyArgs(
         strategy, on_beyond_end, to_datetime, by_duration, shift_by, to_offset, from_file, no_match
     )
     chosen = build_strategy(args, scope, resolve_time)
@@ -425,12 +458,11 @@ def repair_cmd(
         plan = applied.plan  # re-planned on offsets read right before writing: what was applied
     if export_path:
         export_plan(plan, export_path)
+    warning = _sink_warning(checkpoint, sink, plan.files, options)
     if output == "json":
-        click.echo(
-            json.dumps(
-                plan_body(plan, executed=not dry_run and not plan.refused, backup_id=backup_id), indent=2
-            )
-        )
+        body = plan_body(plan, executed=not dry_run and not plan.refused, backup_id=backup_id)
+        body["sink_warning"] = warning.message if warning else None
+        click.echo(json.dumps(body, indent=2))
     else:
         _context(plan)
         emit(move_rows(plan.moves), "table", MOVE_COLUMNS)
@@ -489,6 +521,7 @@ STARTING_COLUMNS = (
     help="Checkpoint: where a position past the log end goes.",
 )
 @judged_isolation
+@sink_option
 @storage_option
 @output_option("table", "json", "spark")
 def starting_offsets_cmd(
@@ -502,6 +535,7 @@ def starting_offsets_cmd(
     no_match: str,
     on_beyond_end: str,
     isolation: str,
+    sink: str | None,
     storage_options: tuple[str, ...],
     output: str,
 ) -> None:
@@ -531,7 +565,7 @@ def starting_offsets_cmd(
         no_match=NoMatch(no_match),
         on_beyond_end=on_beyond_end,
         isolation=Isolation(isolation),
-        storage_options=_storage_options(storage_options),
+        storage_options=parse_storage_options(storage_options),
     )
     rows = [
         {
@@ -557,6 +591,18 @@ def starting_offsets_cmd(
         click.echo(f"startingOffsets={result.to_json()}")
     for caveat in result.caveats:
         _err(f"% note: {caveat}")
+    if sink is not None and checkpoint is not None:
+        from recovery.checkpoint import open_checkpoint
+        from recovery.delta.log import app_transaction_version
+
+        query_id = open_checkpoint(checkpoint, parse_storage_options(storage_options)).query_id
+        held = app_transaction_version(sink, query_id)
+        if held is not None:
+            _err(
+                f"% warning: Delta sink {sink} holds batches up to {held} for query id {query_id} (the old "
+                "checkpoint's): a new checkpoint that reused that id would have them skipped; do not copy "
+                "its metadata file"
+            )
 
 
 def register(cli: click.Group) -> None:

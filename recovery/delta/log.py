@@ -1,0 +1,143 @@
+"""The Delta edge: what a table's ``_delta_log`` holds, read with deltalake (delta-rs) and fsspec.
+
+No JVM: the table id and latest version come from ``deltalake.DeltaTable``; the commits and
+checkpoints present are one listing of ``_delta_log``; the data files a commit adds are its JSON
+``add`` actions (``dataChange=true``, what a Delta stream reads), each checked in storage.
+deltalake's exceptions become :class:`~recovery.errors.DeltaError` (or ``InvalidInput`` when there is
+no table at the path).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from recovery.checkpoint.store import Store
+from recovery.delta.model import TableLog, VersionFiles
+from recovery.errors import DeltaError, InvalidInput, RecoveryError
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+LOG_DIR = "_delta_log"
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+# Classic (<v>.checkpoint.parquet), multi-part (<v>.checkpoint.<i>.<n>.parquet) and V2
+# (<v>.checkpoint.<uuid>.json|parquet) checkpoints: PROTOCOL.md "Checkpoints".
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)$")
+
+
+@contextmanager
+def _delta_errors(table: str) -> Iterator[None]:
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        yield
+    except RecoveryError:
+        raise
+    except TableNotFoundError as exc:
+        raise InvalidInput(f"{table}: not a Delta table ({exc})") from exc
+    except Exception as exc:
+        # delta-rs raises DeltaError, CommitFailedError, OSError and pyo3 panics alike.
+        raise DeltaError(f"{table}: {type(exc).__name__}: {exc}") from exc
+
+
+def open_table(table: str, storage_options: Mapping[str, str] | None = None) -> DeltaTable:
+    """``deltalake.DeltaTable`` at ``table`` (its latest version)."""
+    from deltalake import DeltaTable
+
+    with _delta_errors(table):
+        return DeltaTable(table, storage_options=dict(storage_options) if storage_options else None)
+
+
+def table_id(table: str, storage_options: Mapping[str, str] | None = None) -> str:
+    """The table's ``metaData.id``: what a Delta source records as ``reservoirId``."""
+    dt = open_table(table, storage_options)
+    with _delta_errors(table):
+        return str(dt.metadata().id)
+
+
+def app_transaction_version(
+    table: str, app_id: str, storage_options: Mapping[str, str] | None = None
+) -> int | None:
+    """The ``txn`` version recorded for ``app_id`` (a streaming query id for a Delta sink, a
+    ``txnAppId`` for idempotent batch writes); None if the app never wrote to the table."""
+    dt = open_table(table, storage_options)
+    with _delta_errors(table):
+        version = dt.transaction_version(app_id)
+    return None if version is None else int(version)
+
+
+def _log_listing(store: Store) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    commits: list[int] = []
+    checkpoints: set[int] = set()
+    for entry in store.list(LOG_DIR):
+        if m := _COMMIT.match(entry.name):
+            commits.append(int(m.group(1)))
+        elif m := _CHECKPOINT.match(entry.name):
+            checkpoints.add(int(m.group(1)))
+    return tuple(sorted(commits)), tuple(sorted(checkpoints))
+
+
+def _data_path(store: Store, path: str) -> tuple[Store, str]:
+    """A store and relative path for an ``add.path``: relative and URL-encoded, or an absolute URI."""
+    parsed = urlparse(path)
+    if parsed.scheme:
+        parent, _, name = path.rpartition("/")
+        return Store(parent, store.storage_options), unquote(name)
+    return store, unquote(path)
+
+
+def _version_files(store: Store, version: int) -> VersionFiles:
+    rel = f"{LOG_DIR}/{version:020d}.json"
+    data = store.read(rel)
+    if data is None:
+        return VersionFiles(0, 0)
+    added = missing = 0
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            action: dict[str, Any] = json.loads(line)
+        except ValueError as exc:
+            raise DeltaError(f"{store.display(rel)}: line {number} is not JSON ({exc})") from None
+        add = action.get("add")
+        if not isinstance(add, dict) or not add.get("dataChange", True):
+            continue
+        added += 1
+        where, file = _data_path(store, str(add["path"]))
+        if not where.exists(file):
+            missing += 1
+    return VersionFiles(added, missing)
+
+
+def read_table_log(
+    table: str,
+    storage_options: Mapping[str, str] | None = None,
+    *,
+    files_from: int | None = None,
+) -> TableLog:
+    """What ``table``'s log holds now; with ``files_from``, also the data files each commit from
+    that version on adds, and how many of them are gone from storage (VACUUM).
+
+    Example: ``read_table_log("/data/orders").earliest_change``
+    """
+    dt = open_table(table, storage_options)
+    with _delta_errors(table):
+        identity, latest = str(dt.metadata().id), int(dt.version())
+    store = Store(table, storage_options)
+    commits, checkpoints = _log_listing(store)
+    files: dict[int, VersionFiles] = {}
+    if files_from is not None:
+        files = {v: _version_files(store, v) for v in commits if files_from <= v <= latest}
+    return TableLog(
+        table=table,
+        table_id=identity,
+        latest=latest,
+        commits=tuple(v for v in commits if v <= latest),
+        checkpoints=tuple(c for c in checkpoints if c <= latest),
+        files=files,
+    )

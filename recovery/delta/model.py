@@ -1,0 +1,208 @@
+"""Values for Delta-tracked positions: what a table's ``_delta_log`` still holds, what a checkpoint's
+Delta source lines say, and the findings and moves the planning core makes of them.
+
+Standard library, :mod:`recovery.model` and the checkpoint format values only: no IO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from recovery.checkpoint.format import DeltaSourceOffset
+
+# Error conditions Delta (delta-spark 4.4.0 on Spark 4.2.0) raises on restart, all observed on the
+# rig (tests/delta/test_delta_source_spark.py). Matched by class, never by text: the texts changed
+# between Delta 4.3 and 4.4 (DeltaErrors.failOnDataLossException).
+MISSING_VERSIONS = "DELTA_MISSING_FILES_UNEXPECTED_VERSION"  # DeltaLog.getChangeLogFiles, failOnDataLoss
+SNAPSHOT_GONE = "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE"  # DeltaSource.getSnapshotFromDeltaLog
+DIFFERENT_TABLE = "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE"  # reservoirId != metaData.id
+FILE_NOT_EXIST = "FAILED_READ_FILE.FILE_NOT_EXIST"  # a data file of a version to read was VACUUMed
+
+
+@dataclass(frozen=True)
+class VersionFiles:
+    """The data files a commit adds with ``dataChange=true`` (what a Delta stream reads from it)."""
+
+    added: int
+    missing: int = 0  # of those, files no longer in storage (VACUUM)
+
+
+@dataclass(frozen=True)
+class TableLog:
+    """What a Delta table's ``_delta_log`` holds now.
+
+    ``commits``: versions whose ``<v>.json`` exists; ``checkpoints``: versions with a checkpoint;
+    ``files``: for the commits asked about, the data files each adds.
+    """
+
+    table: str
+    table_id: str
+    latest: int
+    commits: tuple[int, ...]
+    checkpoints: tuple[int, ...] = ()
+    files: Mapping[int, VersionFiles] = field(default_factory=dict)
+
+    @property
+    def earliest_change(self) -> int:
+        """The first version of the unbroken run of commits up to ``latest``: a stream can resume
+        from it or later (DeltaLog.getChangeLogFiles lists commits from the start version and fails
+        if the first one listed is later)."""
+        present = set(self.commits)
+        version = self.latest
+        while version - 1 in present:
+            version -= 1
+        return version if version in present else self.latest + 1
+
+    @property
+    def earliest_snapshot(self) -> int:
+        """The first version whose snapshot can be rebuilt: from ``0.json`` or a checkpoint, with
+        every commit after it (what an offset inside an initial snapshot needs)."""
+        start = self.earliest_change
+        if start == 0:
+            return 0
+        usable = [c for c in self.checkpoints if c >= start - 1 and c <= self.latest]
+        return min(usable) if usable else self.latest
+
+    def can_rebuild(self, version: int) -> bool:
+        return self.earliest_snapshot <= version <= self.latest
+
+
+class DeltaVerdict(StrEnum):
+    """What a Delta source position means against the table as it is now."""
+
+    OK = "OK"
+    VERSIONS_GONE = "VERSIONS_GONE"  # commits the stream still needs were removed by log cleanup
+    SNAPSHOT_GONE = "SNAPSHOT_GONE"  # an initial-snapshot position whose snapshot can't be rebuilt
+    FILES_GONE = "FILES_GONE"  # data files of versions still to read were removed by VACUUM
+    TABLE_RECREATED = "TABLE_RECREATED"  # reservoirId differs from the table's id
+    BEYOND_LATEST = "BEYOND_LATEST"  # position past the table's next version: the log was truncated
+
+
+@dataclass(frozen=True)
+class DeltaPosition:
+    """One Delta source line in one offsets file."""
+
+    file: str  # "offsets/N"
+    offset: DeltaSourceOffset
+
+
+@dataclass(frozen=True)
+class DeltaSourceRead:
+    """What Spark reads of one Delta source on restart.
+
+    Spark re-plans the last batch with ``getBatch(offsets/N-1, offsets/N)`` whether or not it was
+    committed (MicroBatchExecution.populateStartOffsets, for V1 sources), and DeltaSource lists the
+    commits from the start of that range: so ``start`` must still be readable even after a committed
+    batch. ``resume`` is where unprocessed data begin: ``end`` after a commit, ``start`` for a re-run.
+    """
+
+    source_id: str
+    table: str
+    start: DeltaPosition | None  # offsets/N-1; None for batch 0
+    end: DeltaPosition  # offsets/N
+    rerun: bool
+
+    @property
+    def resume(self) -> DeltaPosition:
+        return self.start if self.rerun and self.start is not None else self.end
+
+    @property
+    def positions(self) -> tuple[DeltaPosition, ...]:
+        return (self.end,) if self.start is None else (self.start, self.end)
+
+
+@dataclass(frozen=True)
+class DeltaFinding:
+    """One Delta source of a checkpoint judged against its table.
+
+    ``versions_lost``: versions after ``resume`` the stream never read and whose commits are gone;
+    ``files_missing``: data files of versions still to read that are no longer in storage;
+    ``spark_error``: the condition Spark raises on restart (None: it runs).
+    """
+
+    source_id: str
+    table: str
+    verdict: DeltaVerdict
+    needed_from: int  # the first version Spark touches on restart
+    resume_from: int  # the first version with unprocessed data
+    earliest: int  # the first version a stream can resume from now
+    latest: int
+    versions_lost: int = 0
+    files_missing: int = 0
+    spark_error: str | None = None
+    detail: str = ""
+
+    @property
+    def needs_action(self) -> bool:
+        return self.spark_error is not None
+
+
+class DeltaStrategy(StrEnum):
+    CLAMP = "clamp"  # to the earliest version a stream can resume from (after VACUUM gaps)
+    LATEST = "latest"  # to the table's next version: skip everything not yet read
+
+
+@dataclass(frozen=True)
+class DeltaMove:
+    """One Delta source line rewritten, with the source's loss accounting on the first move."""
+
+    source_id: str
+    file: str
+    old: DeltaSourceOffset
+    new: DeltaSourceOffset
+
+
+@dataclass(frozen=True)
+class DeltaSourceLoss:
+    """What a repair costs one source: ``versions_lost`` whose commits are gone (the data files they
+    added cannot be counted any more), and ``versions_skipped`` still in the log with the
+    ``files_skipped`` they add, which the stream will never read."""
+
+    source_id: str
+    versions_lost: int
+    versions_skipped: int
+    files_skipped: int
+
+
+@dataclass(frozen=True)
+class DeltaPlan:
+    """A Delta source repair, as data."""
+
+    checkpoint: str
+    query_id: str
+    batch_id: int
+    strategy: str
+    findings: tuple[DeltaFinding, ...]
+    moves: tuple[DeltaMove, ...]
+    losses: tuple[DeltaSourceLoss, ...]
+    refused: str | None = None
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(sorted({m.file for m in self.moves}, key=lambda f: int(f.rpartition("/")[2])))
+
+    @property
+    def versions_lost(self) -> int:
+        return sum(loss.versions_lost for loss in self.losses)
+
+    @property
+    def versions_skipped(self) -> int:
+        return sum(loss.versions_skipped for loss in self.losses)
+
+    @property
+    def files_skipped(self) -> int:
+        return sum(loss.files_skipped for loss in self.losses)
+
+
+@dataclass(frozen=True)
+class SinkWarning:
+    """A Delta sink that will skip batches: it records batch ``sink_version`` for the query
+    (``txn`` appId = query id) and DeltaSink writes nothing for a batch id at or below it."""
+
+    table: str
+    query_id: str
+    sink_version: int
+    next_batch: int
+    message: str

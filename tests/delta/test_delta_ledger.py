@@ -1,0 +1,228 @@
+"""Offset ledgers: conf mapping, the planning core on a ledger, and the CLI on a real broker and a real
+Delta table (deltalake; no JVM)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+
+from recovery.delta.ledger import (
+    METADATA_KEY,
+    LedgerColumns,
+    LedgerConf,
+    LedgerEntry,
+    LedgerRow,
+    LedgerState,
+    append_rows,
+    correction_rows,
+    create_ledger,
+    ledger_view,
+    load_conf,
+    make_conf,
+    read_ledger,
+)
+from recovery.errors import ConfigError, InvalidInput, PlanOutdated
+from recovery.local import topics
+from recovery.model import ClusterView, OffsetRange, Strategy, StrategyKind, TopicPartition, Verdict
+from recovery.plan import plan_repair
+
+T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+NOW_US = 1_700_000_000_000_000
+
+
+def state(**offsets: int) -> LedgerState:
+    entries = tuple(
+        LedgerEntry(TopicPartition("orders", int(name[1:])), offset, batch_id=4)
+        for name, offset in offsets.items()
+    )
+    return LedgerState("/t/ledger", "orders-hourly", version=9, next_batch_id=5, entries=entries)
+
+
+# -- pure ------------------------------------------------------------------------------------------
+
+
+def test_ledger_is_one_source_starting_at_the_latest_end_offsets() -> None:
+    view = ledger_view(state(p0=100, p1=40))
+    assert view.batch_id == 5 and not view.rerun
+    assert [dict(s.start) for s in view.sources] == [{T0: 100, T1: 40}]
+
+
+def test_correction_rows_come_from_the_moves() -> None:
+    ledger = state(p0=100, p1=40)
+    cluster = ClusterView({T0: OffsetRange(250, 900), T1: OffsetRange(0, 50)})
+    plan = plan_repair(ledger_view(ledger), cluster)
+    rows, dropped = correction_rows(ledger, plan, now_us=NOW_US)
+    assert rows == (
+        LedgerRow(
+            "orders-hourly",
+            5,
+            T0,
+            100,
+            250,
+            NOW_US,
+            "stream-recovery",
+            "clamp (beyond the log end: latest): BELOW_LOG_START (lost 150)",
+        ),
+    )
+    assert dropped == ()
+
+
+def test_a_gone_topic_cannot_be_written_as_a_row() -> None:
+    ledger = state(p0=100)
+    plan = plan_repair(ledger_view(ledger), ClusterView({}))
+    rows, dropped = correction_rows(ledger, plan, now_us=NOW_US)
+    assert rows == () and [m.verdict for m in dropped] == [Verdict.TOPIC_GONE]
+
+
+def test_latest_strategy_moves_every_partition() -> None:
+    ledger = state(p0=100, p1=40)
+    cluster = ClusterView({T0: OffsetRange(0, 900), T1: OffsetRange(0, 50)})
+    plan = plan_repair(ledger_view(ledger), cluster, Strategy(StrategyKind.LATEST))
+    rows, _ = correction_rows(ledger, plan, now_us=NOW_US)
+    assert [(r.tp, r.start_offset, r.end_offset) for r in rows] == [(T0, 100, 900), (T1, 40, 50)]
+
+
+def test_conf_maps_columns_from_toml(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.toml"
+    path.write_text(
+        '[ledger]\ntable = "/t/x"\npipeline = "p"\n[ledger.columns]\nend_offset = "next_offset"\nnote = ""\n'
+    )
+    conf = load_conf(path)
+    assert conf.columns.end_offset == "next_offset" and conf.columns.note == ""
+    assert load_conf(path, table="/t/y").table == "/t/y"
+
+
+def test_example_conf_is_valid() -> None:
+    conf = load_conf(Path(__file__).parents[2] / "conf" / "ledger.example.toml")
+    assert isinstance(conf, LedgerConf)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"table": "/t"}, "name the pipeline"),
+        ({"table": "/t", "pipeline": "p", "colums": {}}, "colums: Extra inputs are not permitted"),
+        ({"table": "/t", "pipeline": "p", "columns": {"end_offset": 3}}, "columns.end_offset"),
+    ],
+    ids=["pipeline-missing", "typo", "bad-type"],
+)
+def test_bad_conf_names_the_problem(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make_conf(values)
+
+
+# -- deltalake ---------------------------------------------------------------------------------------
+
+
+def _row(batch: int, tp: TopicPartition, start: int, end: int, pipeline: str = "orders-hourly") -> LedgerRow:
+    return LedgerRow(pipeline, batch, tp, start, end, NOW_US + batch, "job", f"batch {batch}")
+
+
+def test_latest_row_per_partition_wins(tmp_path: Path) -> None:
+    table = str(tmp_path / "ledger")
+    create_ledger(table)
+    conf = make_conf({"table": table, "pipeline": "orders-hourly"})
+    append_rows(conf, [_row(0, T0, 0, 10), _row(0, T1, 0, 12), _row(0, T0, 0, 99, pipeline="other")])
+    append_rows(conf, [_row(1, T0, 10, 20)])
+    ledger = read_ledger(conf)
+    assert (ledger.version, ledger.next_batch_id) == (2, 2)
+    assert ledger.positions == {T0: 20, T1: 12}
+    assert ledger.entries[0].committed_at == "2023-11-14T22:13:20.000Z"
+
+
+def test_users_table_with_other_column_names(tmp_path: Path) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    table = str(tmp_path / "offsets")
+    data = pa.table({"run": [1, 2], "tpc": ["orders", "orders"], "part": [0, 0], "next_offset": [5, 9]})
+    write_deltalake(table, data)
+    columns = LedgerColumns(
+        pipeline=None,
+        batch_id="run",
+        topic="tpc",
+        partition="part",
+        start_offset=None,
+        end_offset="next_offset",
+        committed_at=None,
+        written_by=None,
+        note=None,
+    )
+    conf = LedgerConf(table=table, columns=columns)
+    assert read_ledger(conf).positions == {T0: 9}
+    append_rows(conf, [_row(3, T0, 9, 12)])
+    assert read_ledger(conf).positions == {T0: 12}
+    with pytest.raises(InvalidInput, match=r"no column 'batch_id', 'end_offset', 'partition', 'topic' \("):
+        read_ledger(LedgerConf(table=table, columns=LedgerColumns(pipeline=None)))
+
+
+def test_append_refuses_when_the_ledger_moved_on(tmp_path: Path) -> None:
+    table = str(tmp_path / "ledger")
+    create_ledger(table)
+    conf = make_conf({"table": table, "pipeline": "orders-hourly"})
+    append_rows(conf, [_row(0, T0, 0, 10)])
+    with pytest.raises(PlanOutdated, match="version 1, the plan was made at 0"):
+        append_rows(conf, [_row(1, T0, 10, 20)], expected_version=0)
+
+
+# -- the CLI on the real broker ------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_validate_and_repair_a_ledger_after_retention_loss(
+    tmp_path: Path,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+    cli: Callable[..., Any],
+) -> None:
+    topic = new_topic(partitions=2)
+    produce(topic, 40, partitions=2)  # offsets 0-19 in each partition
+    table = str(tmp_path / "ledger")
+    create_ledger(table)
+    conf = make_conf({"table": table, "pipeline": "orders-hourly"})
+    p0, p1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    append_rows(conf, [_row(0, p0, 0, 5), _row(0, p1, 0, 5)])
+    topics.delete_records(bootstrap, topic, {0: 12})  # retention took offsets 0-11 of partition 0
+    base = ["ledger", "validate", table, "--pipeline", "orders-hourly", "-b", bootstrap]
+
+    validated = cli(*base, "--output", "json")
+    assert validated.exit_code == 1, validated.stderr
+    rows = json.loads(validated.stdout)["partitions"]
+    assert [(r["partition"], r["verdict"], r["ledger_offset"], r["records_lost"]) for r in rows] == [
+        (0, "BELOW_LOG_START", 5, 7),
+        (1, "OK", 5, 0),
+    ]
+
+    repair = ["ledger", "repair", table, "--pipeline", "orders-hourly", "-b", bootstrap]
+    dry = cli(*repair)
+    assert dry.exit_code == 1, dry.stderr  # changes pending
+    assert "% dry run: nothing was written" in dry.stderr
+    assert DeltaTable(table).version() == 1
+
+    done = cli(*repair, "--execute", "--output", "json")
+    assert done.exit_code == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert (body["executed"], body["version"], body["totals"]["lost"]) == (True, 2, 7)
+    history = DeltaTable(table).history(1)[0]
+    recorded = json.loads(history[METADATA_KEY])
+    assert recorded["moves"] == [
+        {"topic": topic, "partition": 0, "old": 5, "new": 12, "verdict": "BELOW_LOG_START"}
+    ]
+
+    shown = cli("ledger", "show", table, "--pipeline", "orders-hourly", "--output", "json")
+    assert [
+        (r["partition"], r["offset"], r["batch_id"], r["written_by"]) for r in json.loads(shown.stdout)
+    ] == [
+        (0, 12, 1, "stream-recovery"),
+        (1, 5, 0, "job"),
+    ]
+    assert cli(*base).exit_code == 0
+    # Time travel is the rollback: the version before the correction still has the old offsets.
+    assert read_ledger(conf).positions[p0] == 12
+    assert DeltaTable(table, version=1).to_pyarrow_table().num_rows == 2

@@ -1,0 +1,107 @@
+"""jobs/ledger_ingest.py on the real rig: real Kafka, real Spark reading ``format("kafka")`` in batch,
+real delta-spark appends, and the ledger in Delta.
+
+Retention deletes records the ledger has not read yet: real Spark fails on its own, the gate stops
+the run, ``ledger repair`` reports the loss, and the next run recovers with exactly that loss. A run
+that dies between the data append and the ledger append is completed by the next one, without
+duplicates.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from recovery.delta.api import LedgerGateFailed
+from recovery.delta.ledger import make_conf, read_ledger
+from recovery.kafka.config import KafkaConfig
+from recovery.local import topics
+from recovery.local.spark import error_conditions
+from recovery.model import TopicPartition
+
+pytestmark = pytest.mark.integration
+
+JOB = Path(__file__).resolve().parents[2] / "jobs" / "ledger_ingest.py"
+
+
+def _job() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ledger_ingest", JOB)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ledger_ingest"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _keys(spark: SparkSession, table: Path) -> list[tuple[int, int]]:
+    rows = spark.read.format("delta").load(str(table)).select("partition", "offset").collect()
+    return sorted((r.partition, r.offset) for r in rows)
+
+
+def test_ledger_job_recovers_from_retention_loss_with_exactly_the_reported_loss(
+    spark: SparkSession,
+    tmp_path: Path,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+    cli: Callable[..., Any],
+) -> None:
+    job = _job()
+    kafka = KafkaConfig(bootstrap, timeout_s=20)
+    topic = new_topic(partitions=2)
+    data, ledger = tmp_path / "data", tmp_path / "ledger"
+    conf = make_conf({"table": str(ledger), "pipeline": "orders-hourly"})
+    p0, p1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+
+    def ingest(**kw: Any) -> Any:
+        return job.ingest(spark, kafka=kafka, topic=topic, data_table=str(data), conf=conf, **kw)
+
+    produce(topic, 40, partitions=2)  # offsets 0-19 in each partition
+    first = ingest()
+    assert (first.batch_id, first.records) == (0, 40)
+    assert read_ledger(conf).positions == {p0: 20, p1: 20}
+
+    produce(topic, 40, partitions=2, start=40)  # offsets 20-39
+    topics.delete_records(bootstrap, topic, {0: 30})  # retention took 20-29 of partition 0, unread
+
+    # Real Spark on its own: the batch read from the ledger's offsets fails.
+    with pytest.raises(Exception) as failure:
+        ingest(gate="off")
+    conditions = [c for _, c, _ in error_conditions(failure.value)]
+    assert "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE" in conditions, conditions
+
+    with pytest.raises(LedgerGateFailed, match="BELOW_LOG_START"):
+        ingest()
+
+    args = ("ledger", "repair", str(ledger), "--pipeline", "orders-hourly", "-b", bootstrap)
+    repair = cli(*args, "--execute", "--output", "json")
+    assert repair.exit_code == 0, repair.stderr
+    reported = json.loads(repair.stdout)["totals"]["lost"]
+    assert reported == 10
+
+    second = ingest()
+    assert (second.batch_id, second.records) == (2, 30)  # batch 1 is the correction
+    lost = {(0, o) for o in range(20, 30)}
+    everything = {(p, o) for p in (0, 1) for o in range(40)}
+    assert _keys(spark, data) == sorted(everything - lost)
+    assert len(everything) - len(_keys(spark, data)) == reported
+
+    # A run that dies between the data append and the ledger append is completed by the next run.
+    produce(topic, 10, partitions=2, start=80)  # offsets 40-44
+    crashed = ingest(stop_after_data=True)
+    assert crashed.batch_id == 3 and read_ledger(conf).next_batch_id == 3
+    produce(topic, 10, partitions=2, start=90)  # offsets 45-49
+    resumed = ingest()
+    assert (resumed.recovered_batch, resumed.batch_id, resumed.records) == (3, 4, 10)
+    keys = _keys(spark, data)
+    assert len(keys) == len(set(keys))  # nothing twice
+    assert set(keys) == ({(p, o) for p in (0, 1) for o in range(50)} - lost)
+    assert read_ledger(conf).positions == {p0: 50, p1: 50}
