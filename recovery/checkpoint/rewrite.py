@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
@@ -100,24 +100,7 @@ def plan_offset_rewrite(
     """The new bytes of each file to change. ``batches``: ``{batch_id: {source_id: {tp: offset}}}``;
     ``initial``: ``{source_id: {tp: offset}}`` for ``sources/<i>/0``. ``None`` as an offset drops
     the partition. Files whose bytes would not change are left out."""
-    changes: list[FileChange] = []
-    for batch_id, per_source in sorted((batches or {}).items()):
-        rel = f"offsets/{batch_id}"
-        if batch_id not in chk.offset_batch_ids:
-            raise InvalidInput(
-                f"{chk.store.display(rel)}: no such batch file (batch files are never created)"
-            )
-        entry = chk.offsets(batch_id)
-        for source_id, tps in per_source.items():
-            try:
-                entry = fmt.with_kafka_offsets(entry, source_id, tps)
-            except ValueError as exc:
-                raise InvalidInput(f"{chk.store.display(rel)}: {exc}") from None
-        before = chk.read(rel)
-        assert before is not None
-        after = fmt.serialize_offset_log(entry)
-        if after != before:
-            changes.append(FileChange(rel, before, after))
+    changes = _batch_changes(chk, batches or {}, fmt.with_kafka_offsets)
     for source_id, tps in sorted((initial or {}).items(), key=lambda kv: str(kv[0])):
         rel = f"sources/{source_id}/0"
         current = chk.initial_offsets(source_id)
@@ -431,6 +414,15 @@ def plan_delta_rewrite(
     """The new bytes of each ``offsets/<N>`` whose Delta source lines change (added for
     recovery.delta). ``batches``: ``{batch_id: {source_id: DeltaSourceOffset}}``; apply with
     :func:`apply_rewrite`, which backs up first and re-checks every file."""
+    return RewritePlan(chk.location, tuple(_batch_changes(chk, batches, fmt.with_delta_offset)))
+
+
+def _batch_changes(
+    chk: Checkpoint,
+    batches: Mapping[int, Mapping[int | str, Any]],
+    edit: Callable[[fmt.OffsetLogEntry, int | str, Any], fmt.OffsetLogEntry],
+) -> list[FileChange]:
+    """``edit`` each source's line of each existing ``offsets/<N>``; the files whose bytes change."""
     changes: list[FileChange] = []
     for batch_id, per_source in sorted(batches.items()):
         rel = f"offsets/{batch_id}"
@@ -439,9 +431,9 @@ def plan_delta_rewrite(
                 f"{chk.store.display(rel)}: no such batch file (batch files are never created)"
             )
         entry = chk.offsets(batch_id)
-        for source_id, offset in per_source.items():
+        for source_id, value in per_source.items():
             try:
-                entry = fmt.with_delta_offset(entry, source_id, offset)
+                entry = edit(entry, source_id, value)
             except ValueError as exc:
                 raise InvalidInput(f"{chk.store.display(rel)}: {exc}") from None
         before = chk.read(rel)
@@ -449,4 +441,4 @@ def plan_delta_rewrite(
         after = fmt.serialize_offset_log(entry)
         if after != before:
             changes.append(FileChange(rel, before, after))
-    return RewritePlan(chk.location, tuple(changes))
+    return changes

@@ -30,6 +30,7 @@ from recovery.cli.repair import (
     finding_rows,
     move_rows,
     parse_scope,
+    strategy_options,
 )
 from recovery.cli.tables import emit
 from recovery.errors import ExitCode
@@ -193,58 +194,7 @@ def register(cli: click.Group) -> None:
     @ledger.command(name="repair")
     @_ledger_options
     @kafka_options
-    @click.option(
-        "--strategy",
-        type=click.Choice(
-            [
-                "clamp",
-                "earliest",
-                "latest",
-                "to-datetime",
-                "by-duration",
-                "shift-by",
-                "to-offset",
-                "from-file",
-            ]
-        ),
-        default=None,
-        help="How to choose new offsets (default clamp: below the log start -> log start, beyond the log "
-        "end -> --on-beyond-end). A value option below implies its strategy.",
-    )
-    @click.option(
-        "--on-beyond-end",
-        type=click.Choice(["latest", "earliest"]),
-        default="latest",
-        show_default=True,
-        help="clamp: where a position past the log end goes (earliest re-reads a recreated topic).",
-    )
-    @click.option("--to-datetime", metavar="ISO-8601|EPOCH-MS", help="First offset at or after this time.")
-    @click.option("--by-duration", metavar="PnDTnHnMnS", help="First offset at or after now minus this.")
-    @click.option("--shift-by", type=int, metavar="N", help="Move every position by N (negative: back).")
-    @click.option(
-        "--to-offset", type=int, metavar="N", help="Move every position to N (clamped into the log)."
-    )
-    @click.option(
-        "--from-file", type=click.Path(dir_okay=False), metavar="CSV", help="topic,partition,offset rows."
-    )
-    @click.option(
-        "--no-match",
-        type=click.Choice(["latest", "earliest", "fail"]),
-        default="latest",
-        show_default=True,
-        help="Time strategies: the offset of a partition with no record at or after the time.",
-    )
-    @click.option(
-        "--topic", "topics", multiple=True, metavar="TOPIC[:P,P]", help="Limit to these partitions."
-    )
-    @click.option(
-        "--max-loss-records", type=click.IntRange(min=0), help="Refuse if more records are lost in all."
-    )
-    @click.option(
-        "--max-loss-per-partition",
-        type=click.IntRange(min=0),
-        help="Refuse if a partition loses more records.",
-    )
+    @strategy_options
     @click.option(
         "--dry-run/--execute", "dry_run", default=True, help="Print the plan (default), or apply it."
     )
@@ -256,7 +206,7 @@ def register(cli: click.Group) -> None:
         pipeline: str | None,
         kafka: Any,
         strategy: str | None,
-        on_beyond_end: str,
+        on_beyond_end: str | None,
         to_datetime: str | None,
         by_duration: str | None,
         shift_by: int | None,
