@@ -317,7 +317,7 @@ def apply(
         raise LossBudgetExceeded(f"{plan.checkpoint}: repair refused: {plan.refused}. Nothing was written.")
     chk = open_checkpoint(plan.checkpoint, storage_options)
     if not force:
-        _refuse_if_in_use(chk, active_within_s)
+        refuse_if_in_use(chk, active_within_s)
     view, _ = checkpoint_view(chk)
     cluster = cluster_view(kafka, checkpoint_topics(view), Isolation(plan.isolation))
     strategy, policy = plan.made_with or (None, None)
@@ -368,7 +368,7 @@ def _healthy_topic_ids(plan: Plan, cluster: ClusterView) -> dict[str, str]:
     return {topic: id_ for topic, id_ in cluster.topic_ids.items() if topic not in troubled}
 
 
-def _refuse_if_in_use(chk: Checkpoint, active_within_s: float) -> None:
+def refuse_if_in_use(chk: Checkpoint, active_within_s: float) -> None:
     """A running query writes offsets/N before each batch and commits/N after it. If the newest of
     those was written within ``active_within_s``, assume a query is running: a rewrite under it would
     be ignored (Spark caches the last batches) or overwritten. An idle running query writes nothing,
