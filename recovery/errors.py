@@ -75,6 +75,10 @@ class LossBudgetExceeded(StateError):
     partition of a source dropped); nothing was written."""
 
 
+class SinkWouldSkip(StateError):
+    """A Delta sink would skip the batches a repair changes; nothing was written."""
+
+
 class PlanOutdated(StateError):
     """What a plan was made from changed before it was applied; nothing was written."""
 

@@ -286,25 +286,30 @@ def apply_rewrite(
             crc = _side_file(store, change.path, change.after)
             _replace_files(store, {change.path: change.after, _crc_rel(change.path): crc})
         _replace_files(store, extra)
-    except Exception as exc:
+    except BaseException as exc:  # an interrupt too: never leave the checkpoint half-rewritten
         _roll_back(store, originals, backup, exc)
     return backup
 
 
 def _roll_back(
-    store: Store, originals: Mapping[str, bytes | None], backup: BackupSet, exc: Exception
+    store: Store, originals: Mapping[str, bytes | None], backup: BackupSet, exc: BaseException
 ) -> NoReturn:
     """Put every file back as it was before a failed rewrite, then raise what happened."""
+    restore = (
+        f"`stream-recovery checkpoint restore {store.display()} --backup {backup.id} "
+        f"--backup-dir {backup.location.rsplit('/', 1)[0]} --execute`"
+    )
     try:
         for rel, data in originals.items():
             if store.read(rel) != data:
                 _replace_files(store, {rel: data})
     except Exception as again:
         raise StorageError(
-            f"{store.display()}: rewriting failed ({exc}) and so did putting the originals back ({again}); "
-            f"restore them with `stream-recovery checkpoint restore {store.display()} --backup {backup.id} "
-            "--execute`"
+            f"{store.display()}: rewriting failed ({exc!r}) and so did putting the originals back ({again}); "
+            f"restore them with {restore}"
         ) from exc
+    if not isinstance(exc, Exception):
+        raise exc  # an interrupt: the files are back; let it end the program as it would have
     raise StorageError(
         f"{store.display()}: rewriting failed ({exc}); the original files were put back "
         f"(they are also in backup {backup.id})"

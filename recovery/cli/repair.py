@@ -28,7 +28,7 @@ from recovery.cli.options import (
     storage_option,
 )
 from recovery.cli.tables import emit
-from recovery.errors import ExitCode, OffsetSpecError
+from recovery.errors import ExitCode, OffsetSpecError, SinkWouldSkip
 
 VALIDATE_COLUMNS = (
     ("source", "SOURCE"),
@@ -411,6 +411,11 @@ def strategy_options(func: Any) -> Any:
 )
 @judged_isolation
 @sink_option
+@click.option(
+    "--accept-sink-skip",
+    is_flag=True,
+    help="--execute even though the --sink table would skip batches (their records never reach it).",
+)
 @storage_option
 @output_option()
 def repair_cmd(
@@ -434,6 +439,7 @@ def repair_cmd(
     backup_dir: str | None,
     isolation: str,
     sink: str | None,
+    accept_sink_skip: bool,
     storage_options: tuple[str, ...],
     output: str,
 ) -> None:
@@ -472,6 +478,13 @@ def repair_cmd(
         storage_options=options,
     )
     backup_id = None
+    # Before anything is written: a Delta sink that would skip the repaired batch loses its records.
+    warning = _sink_warning(checkpoint, sink, plan.files, options)
+    if warning is not None and not dry_run and not accept_sink_skip:
+        raise SinkWouldSkip(
+            f"the Delta sink {warning.table} would skip batches (warning above). Nothing was written: start "
+            "the query on a new checkpoint (see `starting-offsets`), or pass --accept-sink-skip"
+        )
     if not dry_run and not plan.refused:
         applied = apply(
             plan,
@@ -485,7 +498,6 @@ def repair_cmd(
         plan = applied.plan  # re-planned on offsets read right before writing: what was applied
     if export_path:
         export_plan(plan, export_path)
-    warning = _sink_warning(checkpoint, sink, plan.files, options)
     if output == "json":
         body = plan_body(plan, executed=not dry_run and not plan.refused, backup_id=backup_id)
         body["sink_warning"] = warning.message if warning else None
@@ -579,8 +591,8 @@ def starting_offsets_cmd(
     given = [x for x in (checkpoint, group, to_datetime, by_duration) if x is not None]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --from-checkpoint, --group, --to-datetime, --by-duration")
-    if source_id is not None and checkpoint is None:
-        raise click.UsageError("--source goes with --from-checkpoint")
+    if (source_id is not None or sink is not None) and checkpoint is None:
+        raise click.UsageError("--source and --sink go with --from-checkpoint")
     timestamp_ms = timestamp_from(to_datetime, by_duration)
     result = starting_offsets(
         kafka,
