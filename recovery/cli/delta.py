@@ -8,13 +8,16 @@ the plan (dry run) and ``--execute`` backs up and rewrites the offsets.
 ``findings`` (``source_id``, ``table``, ``verdict``, ``needed_from``, ``resume_from``, ``earliest``,
 ``latest``, ``versions_lost``, ``files_missing``, ``spark_error``, ``detail``), ``moves``
 (``source_id``, ``file``, ``old``, ``new``: offset objects as Delta spells them), ``losses``
-(``source_id``, ``versions_lost``, ``versions_skipped``, ``files_skipped``), ``refused``,
-``sink_warning`` (message or null), ``executed`` and ``backup_id`` (null unless executed).
+(``source_id``, ``versions_lost``, ``versions_skipped``, ``files_skipped``, ``reads_snapshot``: the
+version whose snapshot the stream reads in full from its first file or null, ``rereads``), ``refused``,
+``sink_warning`` (message or null), ``restart_problem`` (why Spark cannot restart from the checkpoint
+at all, or null), ``executed`` and ``backup_id`` (null unless executed).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,15 +32,22 @@ if TYPE_CHECKING:
     from recovery.delta.api import DeltaSourceResult
 
 
+_SOURCE_ID = re.compile(r"^(\d+)=(.+)$")
+
+
 def _tables(values: tuple[str, ...]) -> Mapping[str, str] | str:
-    if len(values) == 1 and "=" not in values[0]:
+    """One plain path, or SOURCE_ID=PATH per source. Only a leading ``<digits>=`` is a source id, so
+    a path such as ``/lake/env=prod/t`` stays a path."""
+    if len(values) == 1 and not _SOURCE_ID.match(values[0]):
         return values[0]
     out: dict[str, str] = {}
     for value in values:
-        source_id, sep, path = value.partition("=")
-        if not sep or not source_id.isdigit() or not path:
-            raise click.BadParameter(f"expected PATH or SOURCE_ID=PATH, got {value!r}", param_hint="--table")
-        out[source_id] = path
+        m = _SOURCE_ID.match(value)
+        if m is None:
+            raise click.BadParameter(
+                f"expected SOURCE_ID=PATH for each of several tables, got {value!r}", param_hint="--table"
+            )
+        out[m.group(1)] = m.group(2)
     return out
 
 
@@ -80,11 +90,14 @@ def result_dict(result: DeltaSourceResult) -> dict[str, Any]:
                 "versions_lost": loss.versions_lost,
                 "versions_skipped": loss.versions_skipped,
                 "files_skipped": loss.files_skipped,
+                "reads_snapshot": loss.reads_snapshot,
+                "rereads": loss.rereads,
             }
             for loss in plan.losses
         ],
         "refused": plan.refused,
         "sink_warning": result.sink_warning.message if result.sink_warning else None,
+        "restart_problem": result.restart_problem,
         "executed": result.executed,
         "backup_id": result.backup.id if result.backup else None,
     }
@@ -113,7 +126,7 @@ def _print_findings(result: DeltaSourceResult) -> None:
             "latest": f.latest,
             "versions_lost": f.versions_lost,
             "files_missing": f.files_missing,
-            "on_restart": f.spark_error or "runs",
+            "on_restart": f.spark_error or ("skips versions" if f.needs_action else "runs"),
         }
         for f in result.plan.findings
     ]
@@ -148,8 +161,22 @@ def _notes(result: DeltaSourceResult, *, repair: bool) -> None:
             f"{plan.versions_skipped} versions skipped ({plan.files_skipped} data files)",
             err=True,
         )
+        for loss in plan.losses:
+            if loss.reads_snapshot is None:
+                continue
+            if loss.rereads:
+                what = "rows it delivered before are delivered again (nothing skipped)"
+            else:
+                what = "the new table is read in full"
+            click.echo(
+                f"% source {loss.source_id}: reads the snapshot of version {loss.reads_snapshot} from its "
+                f"first file: {what}",
+                err=True,
+            )
     if result.sink_warning:
         click.echo(f"warning: {result.sink_warning.message}", err=True)
+    if result.restart_problem:
+        click.echo(f"% {result.restart_problem}", err=True)
 
 
 def _common(func: Any) -> Any:
@@ -219,7 +246,13 @@ def register(cli: click.Group) -> None:
         show_default=True,
         help="clamp: to the earliest version the log still holds; latest: skip to the next version.",
     )
-    @click.option("--max-versions", type=click.IntRange(min=0), default=None, help="Refuse to lose more.")
+    @click.option(
+        "--max-versions",
+        type=click.IntRange(min=0),
+        default=None,
+        metavar="N",
+        help="Refuse a plan whose versions lost plus versions skipped exceed N.",
+    )
     @click.option("--adopt-new-table", is_flag=True, help="Allow moving a source onto a re-created table.")
     @click.option(
         "--dry-run/--execute", "dry_run", default=True, help="Print the plan (default), or apply it."
@@ -285,6 +318,8 @@ def register(cli: click.Group) -> None:
             click.echo(f"Error: repair refused: {plan.refused}. Nothing was written.", err=True)
             sys.exit(ExitCode.ACTION_NEEDED)
         if not plan.moves:
+            if result.restart_problem:
+                sys.exit(ExitCode.ACTION_NEEDED)  # the offsets are fine; the checkpoint is not
             click.echo("% nothing to change", err=True)
         elif result.backup is not None:
             click.echo(

@@ -5,12 +5,20 @@ those offsets against Kafka with the same planning core as checkpoints; ``repair
 (dry run) and ``--execute`` appends correction rows in one commit whose custom metadata
 (``stream-recovery.plan``) names the plan; history is never rewritten.
 
-JSON keys: ``show``: rows of ``topic``, ``partition``, ``offset``, ``batch_id``, ``committed_at``,
-``written_by``, ``note``. ``validate``: rows of ``topic``, ``partition``, ``verdict``, ``offset``,
-``log_start``, ``log_end``, ``records_lost``, ``spark_error``, ``detail``. ``repair``: one object with
-``table``, ``pipeline``, ``from_version``, ``batch_id``, ``strategy``, ``moves`` (``topic``,
-``partition``, ``verdict``, ``old``, ``new``, ``lost``, ``skipped``, ``replayed``), ``lost``,
-``skipped``, ``replayed``, ``refused``, ``executed`` and ``version`` (of the correction commit).
+JSON keys (``--output json``, tested in tests/delta/test_delta_ledger.py):
+
+* ``show``: a list of rows: ``topic``, ``partition``, ``offset``, ``batch_id``, ``committed_at``,
+  ``written_by``, ``note``.
+* ``validate``: one object: ``table``, ``pipeline``, ``version``, ``batch_id`` (the next run),
+  ``isolation``, ``needs_action``, ``partitions``: ``topic``, ``partition``, ``verdict``,
+  ``ledger_offset``, ``batch_end``, ``log_start_offset``, ``log_end_offset``, ``records_lost``,
+  ``spark_error``, ``silently_skipped``, ``detail``.
+* ``repair``: one object: ``table``, ``pipeline``, ``from_version``, ``batch_id``, ``strategy``,
+  ``isolation``, ``partitions`` (as for ``validate``, plus ``on_restart``), ``moves`` (``topic``,
+  ``partition``, ``verdict``, ``old``, ``new``, ``lost``, ``skipped``, ``replayed``, ``reason``),
+  ``rows`` (the correction rows: ``topic``, ``partition``, ``start_offset``, ``end_offset``, ``note``),
+  ``dropped`` (``topic``, ``partition``: gone, which no row can express), ``totals`` (``lost``,
+  ``skipped``, ``replayed``), ``refused``, ``executed``, ``version`` (of the correction commit).
 """
 
 from __future__ import annotations
@@ -74,15 +82,16 @@ SHOW_COLUMNS = (
 )
 
 
-def _conf(table: str, conf_file: str | None, pipeline: str | None) -> LedgerConf:
+def _conf(
+    table: str, conf_file: str | None, pipeline: str | None, data_table: str | None = None
+) -> LedgerConf:
     from recovery.delta.ledger import load_conf, make_conf
 
     if conf_file is not None:
-        return load_conf(conf_file, table=table, pipeline=pipeline)
-    values: dict[str, Any] = {"table": table, "pipeline": pipeline}
-    if pipeline is None:
-        values["columns"] = {"pipeline": None}
-    return make_conf(values, source="--pipeline")
+        return load_conf(conf_file, table=table, pipeline=pipeline, data_table=data_table)
+    # Without --pipeline, read_ledger refuses a table whose pipeline column names pipelines (exit 2).
+    values = {"table": table, "pipeline": pipeline, "data_table": data_table}
+    return make_conf(values, source="--pipeline", pipeline_required=False)
 
 
 def _ledger_options(func: Any) -> Any:
@@ -198,6 +207,13 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--dry-run/--execute", "dry_run", default=True, help="Print the plan (default), or apply it."
     )
+    @click.option(
+        "--data-table",
+        metavar="PATH",
+        default=None,
+        help="The Delta table the job appends to (txnAppId = pipeline): refuse while it holds a batch the "
+        "ledger does not (a run died between its appends).",
+    )
     @ledger_isolation
     @output_option()
     def repair_cmd(
@@ -217,6 +233,7 @@ def register(cli: click.Group) -> None:
         max_loss_records: int | None,
         max_loss_per_partition: int | None,
         dry_run: bool,
+        data_table: str | None,
         isolation: str,
         output: str,
     ) -> None:
@@ -233,7 +250,7 @@ def register(cli: click.Group) -> None:
         from recovery.kafka.admin import Isolation, NoMatch
         from recovery.model import Policy
 
-        conf = _conf(table, conf_file, pipeline)
+        conf = _conf(table, conf_file, pipeline, data_table)
         level = Isolation(isolation)
 
         def resolve_time(ts_ms: int, no_match_name: str) -> dict[Any, int]:
@@ -267,6 +284,7 @@ def register(cli: click.Group) -> None:
                     | {"start_offset": r.start_offset, "end_offset": r.end_offset, "note": r.note}
                     for r in ledger_plan.rows
                 ],
+                "dropped": [{"topic": m.tp.topic, "partition": m.tp.partition} for m in ledger_plan.dropped],
                 "totals": {"lost": plan.lost, "skipped": plan.skipped, "replayed": plan.replayed},
                 "refused": plan.refused,
                 "executed": result.executed,
@@ -289,20 +307,30 @@ def register(cli: click.Group) -> None:
             click.echo(f"Error: repair refused: {plan.refused}. Nothing was written.", err=True)
             sys.exit(ExitCode.ACTION_NEEDED)
         if dry_run:
-            pending = bool(ledger_plan.rows)
-            click.echo(
-                "% dry run: nothing was written; add --execute to apply"
-                if pending
-                else "% nothing to change",
-                err=True,
-            )
-            sys.exit(ExitCode.ACTION_NEEDED if pending else ExitCode.OK)
+            if ledger_plan.rows:
+                click.echo("% dry run: nothing was written; add --execute to apply", err=True)
+            elif ledger_plan.dropped:
+                click.echo(_dropped_only(ledger_plan), err=True)
+            else:
+                click.echo("% nothing to change", err=True)
+            sys.exit(ExitCode.ACTION_NEEDED if ledger_plan.rows or ledger_plan.dropped else ExitCode.OK)
         if result.version is not None:
             click.echo(
                 f"% appended {len(ledger_plan.rows)} correction rows as batch {state.next_batch_id} in "
                 f"version {result.version}; time travel to version {state.version} undoes it",
                 err=True,
             )
+        elif ledger_plan.dropped:
+            click.echo(_dropped_only(ledger_plan), err=True)
         else:
             click.echo("% nothing to change", err=True)
-        sys.exit(ExitCode.OK)
+        # Partitions that are gone still need the job changed, whatever was appended.
+        sys.exit(ExitCode.ACTION_NEEDED if ledger_plan.dropped else ExitCode.OK)
+
+
+def _dropped_only(ledger_plan: Any) -> str:
+    gone = ", ".join(str(m.tp) for m in ledger_plan.dropped)
+    return (
+        f"% nothing was written: the only changes are partitions that are gone ({gone}), which a ledger "
+        "row cannot express; stop the job reading them"
+    )

@@ -33,7 +33,7 @@ from recovery.delta.ledger import (
 from recovery.delta.log import app_transaction_version, read_table_log
 from recovery.delta.model import DeltaPlan, DeltaPosition, DeltaSourceRead, DeltaStrategy, SinkWarning
 from recovery.delta.source import check_sink, plan_source_repair
-from recovery.errors import CheckpointInUse, InvalidInput, LossBudgetExceeded, StateError
+from recovery.errors import InvalidInput, LossBudgetExceeded, StateError
 from recovery.model import ClusterView, Policy, Strategy, TopicPartition
 from recovery.plan import plan_repair
 
@@ -47,6 +47,7 @@ class DeltaSourceResult:
     plan: DeltaPlan
     sink_warning: SinkWarning | None = None
     backup: BackupSet | None = None  # set once the plan was applied
+    restart_problem: str | None = None  # Spark cannot restart from the checkpoint whatever the offsets
 
     @property
     def executed(self) -> bool:
@@ -54,34 +55,29 @@ class DeltaSourceResult:
 
     @property
     def needs_action(self) -> bool:
-        return any(f.needs_action for f in self.plan.findings) or self.sink_warning is not None
+        return (
+            any(f.needs_action for f in self.plan.findings)
+            or self.sink_warning is not None
+            or self.restart_problem is not None
+        )
 
 
-def _restart(chk: Checkpoint) -> tuple[int, bool, int | None]:
-    """(batch Spark runs next, whether it re-runs a stored batch, the latest offsets batch)."""
+def _restart_problem(chk: Checkpoint) -> str | None:
+    """Why Spark cannot restart from the checkpoint at all (None: it can)."""
     state = chk.restart_state()
-    if not state.can_restart:
-        problems = "; ".join(i.message for i in state.issues if i.level.value == "error")
-        raise StateError(f"{chk.location}: Spark cannot restart from this checkpoint: {problems}")
+    if state.can_restart:
+        return None
+    problems = "; ".join(i.message for i in state.issues if i.level.value == "error")
+    return f"{chk.location}: Spark cannot restart from this checkpoint: {problems}"
+
+
+def _restart(chk: Checkpoint, *, strict: bool = True) -> tuple[int, bool, int | None]:
+    """(batch Spark runs next, whether it re-runs a stored batch, the latest offsets batch).
+    ``strict``: raise StateError when Spark cannot restart from the checkpoint at all."""
+    if strict and (problem := _restart_problem(chk)) is not None:
+        raise StateError(problem)
+    state = chk.restart_state()
     return state.batch_id, state.next_run is not NextRun.NEXT_BATCH, state.latest_offsets
-
-
-def _refuse_if_recent(chk: Checkpoint, active_within_s: float) -> None:
-    """As ``repair`` does for Kafka: a batch file written within ``active_within_s`` means the query
-    looks like it is running, and a rewrite under it would be ignored or overwritten."""
-    newest = [f"offsets/{i}" for i in chk.offset_batch_ids[-1:]] + [
-        f"commits/{i}" for i in chk.commit_batch_ids[-1:]
-    ]
-    for rel in newest:
-        try:
-            age = time.time() - chk.store.fs.modified(chk.store.full(rel)).timestamp()
-        except (NotImplementedError, OSError, KeyError, AttributeError):
-            continue  # a store that cannot say: nothing to go on
-        if age < active_within_s:
-            raise CheckpointInUse(
-                f"{chk.store.display(rel)} was written {age:.0f}s ago: the query looks like it is running. "
-                "Stop it first, or pass --force if it is stopped. Nothing was written."
-            )
 
 
 def delta_source_reads(chk: Checkpoint, tables: Mapping[str, str] | str) -> tuple[DeltaSourceRead, ...]:
@@ -90,7 +86,7 @@ def delta_source_reads(chk: Checkpoint, tables: Mapping[str, str] | str) -> tupl
     ``tables`` maps source ids to table paths; a plain path names the table of the only Delta source
     (a checkpoint does not record a Delta source's path, only its table id).
     """
-    _, rerun, latest = _restart(chk)
+    _, rerun, latest = _restart(chk, strict=False)
     if latest is None:
         return ()
     end_entry = chk.offsets(latest)
@@ -135,7 +131,18 @@ def sink_warning(
     """Whether the Delta sink ``sink`` will skip batches of this checkpoint's query on restart,
     given the checkpoint files a repair changes (``offsets/N`` ...)."""
     chk = checkpoint if isinstance(checkpoint, Checkpoint) else open_checkpoint(checkpoint, storage_options)
-    next_batch, rerun, _ = _restart(chk)
+    return _sink_warning(chk, sink, changed_files, table_options, strict=True)
+
+
+def _sink_warning(
+    chk: Checkpoint,
+    sink: str,
+    changed_files: Iterable[str],
+    table_options: Mapping[str, str] | None,
+    *,
+    strict: bool,
+) -> SinkWarning | None:
+    next_batch, rerun, _ = _restart(chk, strict=strict)
     version = app_transaction_version(sink, chk.query_id, table_options)
     changed = rerun and f"offsets/{next_batch}" in set(changed_files)
     return check_sink(sink, chk.query_id, version, next_batch=next_batch, rerun=rerun, rerun_changed=changed)
@@ -166,7 +173,10 @@ def _plan(
     adopt_new_table: bool,
     table_options: Mapping[str, str] | None,
 ) -> DeltaSourceResult:
-    next_batch, _, _ = _restart(chk)
+    # A checkpoint Spark cannot restart from is still judged (what its offsets need), and the reason
+    # reported with the findings; repair_delta_source refuses to write to it.
+    problem = _restart_problem(chk)
+    next_batch, _, _ = _restart(chk, strict=False)
     reads = delta_source_reads(chk, tables)
     logs = {
         r.source_id: read_table_log(
@@ -186,8 +196,8 @@ def _plan(
     )
     warning = None
     if sink is not None:
-        warning = sink_warning(chk, sink, changed_files=plan.files, table_options=table_options)
-    return DeltaSourceResult(plan, warning)
+        warning = _sink_warning(chk, sink, plan.files, table_options, strict=False)
+    return DeltaSourceResult(plan, warning, restart_problem=problem)
 
 
 def repair_delta_source(
@@ -217,14 +227,18 @@ def repair_delta_source(
         return result
     if plan.refused:
         raise LossBudgetExceeded(f"{chk.location}: repair refused: {plan.refused}. Nothing was written.")
+    if result.restart_problem is not None:
+        raise StateError(f"{result.restart_problem}. Fix that first; nothing was written.")
     if not force:
-        _refuse_if_recent(chk, active_within_s)
+        from recovery.api import refuse_if_in_use
+
+        refuse_if_in_use(chk, active_within_s)
     batches: dict[int, dict[int | str, DeltaSourceOffset]] = {}
     for move in plan.moves:
         batches.setdefault(int(move.file.rpartition("/")[2]), {})[move.source_id] = move.new
     rewrite = plan_delta_rewrite(chk, batches)
     backup = apply_rewrite(chk, rewrite, backup_dir=backup_dir, storage_options=storage_options)
-    return DeltaSourceResult(plan, result.sink_warning, backup)
+    return DeltaSourceResult(plan, result.sink_warning, backup, result.restart_problem)
 
 
 # -- offset ledgers ------------------------------------------------------------------------------
@@ -315,8 +329,10 @@ def repair_ledger(
     """Plan, and with ``execute`` append the correction rows in one commit named after the plan.
 
     Raises LossBudgetExceeded (nothing written) when the policy refuses the plan, PlanOutdated when
-    the ledger changed since it was read.
+    the ledger changed since it was read, LedgerBehindData when ``conf.data_table`` records a batch
+    the ledger does not.
     """
+    refuse_if_behind_data(conf)
     ledger = plan_ledger(conf, kafka, strategy, policy, isolation=isolation)
     if not execute or not ledger.rows:
         return LedgerResult(ledger)
@@ -326,6 +342,32 @@ def repair_ledger(
         conf, ledger.rows, expected_version=ledger.state.version, metadata=ledger.metadata()
     )
     return LedgerResult(ledger, version)
+
+
+class LedgerBehindData(StateError):
+    """The pipeline's data table records a batch the ledger does not: a run died between its data
+    append and its ledger append. A correction now would take that batch's id and re-read its range."""
+
+
+def refuse_if_behind_data(conf: LedgerConf) -> None:
+    """Raise LedgerBehindData if ``conf.data_table``'s app transaction for the pipeline (the job's
+    ``txnAppId``) is at or above the ledger's next batch id. Nothing to check without a data table."""
+    from recovery.delta.log import DeltaTableNotFound
+
+    if conf.data_table is None:
+        return
+    app_id = conf.pipeline or conf.table
+    try:
+        data_batch = app_transaction_version(conf.data_table, app_id, conf.storage_options)
+    except DeltaTableNotFound:
+        return  # the job never wrote: nothing can be ahead
+    state = read_ledger(conf)
+    if data_batch is not None and data_batch >= state.next_batch_id:
+        raise LedgerBehindData(
+            f"{conf.data_table} holds batch {data_batch} of {app_id}, but {conf.table} records batches only "
+            f"up to {state.next_batch_id - 1}: a run died between its data and ledger appends. Run the job "
+            "once (it writes that batch's ledger rows first), then repair. Nothing was written."
+        )
 
 
 class LedgerGateFailed(StateError):
@@ -359,6 +401,12 @@ def ledger_gate(
             f"{conf.table}: the next run would not start cleanly:\n{text}\n"
             f"Run `stream-recovery ledger repair {conf.table}"
             f"{f' --pipeline {conf.pipeline}' if conf.pipeline else ''}` to see the repair plan."
+        )
+    if ledger.dropped:
+        gone = ", ".join(str(m.tp) for m in ledger.dropped)
+        raise LedgerGateFailed(
+            f"{conf.table}: {gone} no longer exist in Kafka, which no ledger row can express: stop the job "
+            "reading them. Nothing was written."
         )
     result = repair_ledger(conf, kafka, None, policy, execute=True, isolation=isolation)
     moves = ", ".join(f"{m.tp} {m.old} -> {m.new} (lost {m.lost})" for m in result.ledger.plan.moves)

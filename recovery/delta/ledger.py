@@ -76,10 +76,15 @@ class LedgerConf(BaseModel):
     pipeline: str | None = None  # required when the table has a pipeline column
     columns: LedgerColumns = Field(default_factory=LedgerColumns)
     storage_options: dict[str, str] = Field(default_factory=dict)
+    # The Delta table the pipeline appends to with txnAppId = pipeline (jobs/ledger_ingest.py): a
+    # repair refuses while it records a batch the ledger does not (a run died between its appends).
+    data_table: str | None = None
 
 
-def load_conf(path: str | Path, *, table: str | None = None, pipeline: str | None = None) -> LedgerConf:
-    """Read the ``[ledger]`` table of a TOML file; ``table``/``pipeline`` override it."""
+def load_conf(
+    path: str | Path, *, table: str | None = None, pipeline: str | None = None, data_table: str | None = None
+) -> LedgerConf:
+    """Read the ``[ledger]`` table of a TOML file; ``table``/``pipeline``/``data_table`` override it."""
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -91,16 +96,23 @@ def load_conf(path: str | Path, *, table: str | None = None, pipeline: str | Non
         section["table"] = table
     if pipeline is not None:
         section["pipeline"] = pipeline
+    if data_table is not None:
+        section["data_table"] = data_table
     return make_conf(section, source=str(path))
 
 
-def make_conf(values: Mapping[str, Any], *, source: str = "ledger conf") -> LedgerConf:
+def make_conf(
+    values: Mapping[str, Any], *, source: str = "ledger conf", pipeline_required: bool = True
+) -> LedgerConf:
+    """A validated conf. ``columns.pipeline`` set to ``""`` (or None) means the table has no pipeline
+    column. With ``pipeline_required=False`` a missing pipeline is checked against the table itself
+    when it is read (``read_ledger`` refuses a table whose pipeline column holds pipelines)."""
     try:
         conf = LedgerConf.model_validate(dict(values))
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{source}: {problems}") from None
-    if conf.columns.pipeline is not None and conf.pipeline is None:
+    if pipeline_required and conf.columns.pipeline and conf.pipeline is None:
         raise ConfigError(
             f"{source}: the ledger has a pipeline column ({conf.columns.pipeline!r}); name the pipeline "
             '(--pipeline), or set columns.pipeline to "" if the table holds one pipeline'
@@ -266,6 +278,13 @@ def read_ledger(conf: LedgerConf) -> LedgerState:
     for key in OPTIONAL_COLUMNS:
         if key in wanted and wanted[key] not in names and wanted[key] == getattr(defaults, key):
             del wanted[key]
+    # No pipeline column (at its default name) and none asked for: the table holds one pipeline.
+    if (
+        conf.pipeline is None
+        and wanted.get("pipeline") == defaults.pipeline
+        and defaults.pipeline not in names
+    ):
+        del wanted["pipeline"]
     missing = sorted(v for v in wanted.values() if v not in names)
     if missing:
         raise InvalidInput(
@@ -276,6 +295,8 @@ def read_ledger(conf: LedgerConf) -> LedgerState:
     where = ""
     if "pipeline" in wanted and conf.pipeline is not None:
         where = f"WHERE {_quote(wanted['pipeline'])} = {_literal(conf.pipeline)}"
+    if "pipeline" in wanted and conf.pipeline is None:
+        _refuse_mixed_pipelines(conf.table, dt, wanted["pipeline"])
     order = "batch_id DESC" + (", committed_at DESC" if "committed_at" in wanted else "")
     sql = (
         f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY topic, partition ORDER BY {order}) AS rn "
@@ -306,6 +327,25 @@ def read_ledger(conf: LedgerConf) -> LedgerState:
         next_batch_id=0 if top_id is None else int(top_id) + 1,
         entries=entries,
     )
+
+
+def _refuse_mixed_pipelines(table: str, dt: Any, column: str) -> None:
+    """Without a pipeline, the latest rows of every pipeline would be merged into one position per
+    partition (and a repair would append rows no pipeline reads): name one."""
+    from deltalake import QueryBuilder
+
+    sql = (
+        f"SELECT DISTINCT {_quote(column)} AS p FROM ledger WHERE {_quote(column)} IS NOT NULL "
+        "ORDER BY p LIMIT 11"
+    )
+    with _delta_errors(table):
+        present = [str(r["p"]) for r in _rows(QueryBuilder().register("ledger", dt).execute(sql))]
+    if present:
+        named = ", ".join(present[:10]) + (" ..." if len(present) > 10 else "")
+        raise InvalidInput(
+            f"{table}: column {column!r} holds pipelines {named}; name one with --pipeline (nothing was "
+            "read or written)"
+        )
 
 
 def _iso(value: Any) -> str | None:

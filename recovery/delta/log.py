@@ -30,6 +30,10 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)$")
 
 
+class DeltaTableNotFound(InvalidInput):
+    """No Delta table at the path (as opposed to a table that could not be read just now)."""
+
+
 @contextmanager
 def _delta_errors(table: str) -> Iterator[None]:
     from deltalake.exceptions import TableNotFoundError
@@ -39,7 +43,7 @@ def _delta_errors(table: str) -> Iterator[None]:
     except RecoveryError:
         raise
     except TableNotFoundError as exc:
-        raise InvalidInput(f"{table}: not a Delta table ({exc})") from exc
+        raise DeltaTableNotFound(f"{table}: not a Delta table ({exc})") from exc
     except Exception as exc:
         # delta-rs raises DeltaError, CommitFailedError, OSError and pyo3 panics alike.
         raise DeltaError(f"{table}: {type(exc).__name__}: {exc}") from exc

@@ -125,8 +125,8 @@ class DeltaFinding:
     source_id: str
     table: str
     verdict: DeltaVerdict
-    needed_from: int  # the first version Spark touches on restart
-    resume_from: int  # the first version with unprocessed data
+    needed_from: int  # the first commit Spark lists on restart (a snapshot offset at v: v + 1)
+    resume_from: int  # the version of the resume position (unprocessed data start there)
     earliest: int  # the first version a stream can resume from now
     latest: int
     versions_lost: int = 0
@@ -136,7 +136,8 @@ class DeltaFinding:
 
     @property
     def needs_action(self) -> bool:
-        return self.spark_error is not None
+        # BEYOND_LATEST: Spark runs, but versions written later up to the offset are never read.
+        return self.spark_error is not None or self.verdict is DeltaVerdict.BEYOND_LATEST
 
 
 class DeltaStrategy(StrEnum):
@@ -158,12 +159,20 @@ class DeltaMove:
 class DeltaSourceLoss:
     """What a repair costs one source: ``versions_lost`` whose commits are gone (the data files they
     added cannot be counted any more), and ``versions_skipped`` still in the log with the
-    ``files_skipped`` they add, which the stream will never read."""
+    ``files_skipped`` they add, which the stream will never read. The unread rest of an initial
+    snapshot that a repair skips counts as one version (lost if the snapshot is gone).
+
+    ``reads_snapshot``: the repair moves the source to the start of the initial snapshot of that
+    version, so the stream reads the table as of it in full: nothing still in the table is skipped,
+    but rows delivered before are delivered again (``rereads``), unless the table is a new one.
+    """
 
     source_id: str
     versions_lost: int
     versions_skipped: int
     files_skipped: int
+    reads_snapshot: int | None = None
+    rereads: bool = False
 
 
 @dataclass(frozen=True)

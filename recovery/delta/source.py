@@ -14,6 +14,9 @@ table's ``_delta_log`` still holds, and predicts Spark's error:
 offset; past the last version with VACUUMed files when that is later), or ``latest`` (the table's
 next version). A moved offset is ``{"sourceVersion":1, ..., "index":-1,"isStartingVersion":false}``:
 "nothing of that version read yet", the value DeltaSource writes itself after finishing a version.
+Two cases never skip silently under ``clamp``: a stream inside an initial snapshot that can no longer
+be rebuilt, and a re-created table, move to ``isStartingVersion:true`` at the earliest snapshot that
+can be rebuilt, so the stream reads the table as of it in full (the first re-reads rows).
 
 ``check_sink`` warns when a Delta sink would skip batches: DeltaSink writes nothing for a batch id at
 or below the ``txn`` version recorded for the query id (delta-io/delta ``sources/DeltaSink.scala``).
@@ -49,6 +52,13 @@ def _span(first: int, last: int) -> str:
     return f"version {first}" if first == last else f"versions {first}-{last}"
 
 
+def _first_commit(offset: DeltaSourceOffset) -> int:
+    """The first commit DeltaSource lists from ``offset``: an initial-snapshot offset at v reads the
+    snapshot of v, then the commits from v + 1 (DeltaSource.getFileChanges:
+    ``getSnapshotAt(fromVersion) ++ filterAndIndexDeltaLogs(fromVersion + 1)``)."""
+    return offset.reservoir_version + 1 if offset.is_starting_version else offset.reservoir_version
+
+
 def _snapshots(read: DeltaSourceRead) -> list[tuple[DeltaPosition, int]]:
     """The snapshots Spark rebuilds on restart: that of an initial-snapshot offset, and for a first
     batch (no offsets/N-1) the one before its end (DeltaSource.getBatch with no start loads
@@ -63,8 +73,9 @@ def _snapshots(read: DeltaSourceRead) -> list[tuple[DeltaPosition, int]]:
 def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
     """One Delta source against its table as it is now."""
     positions = read.positions
-    needed_from = min(p.offset.reservoir_version for p in positions)
-    resume_from = read.resume.offset.reservoir_version
+    needed_from = min(_first_commit(p.offset) for p in positions)
+    resume = read.resume.offset
+    resume_from, resume_commit = resume.reservoir_version, _first_commit(resume)
     earliest, latest = log.earliest_change, log.latest
     base = {
         "source_id": read.source_id,
@@ -84,16 +95,21 @@ def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
             "(deleted and re-created?)",
         )
     gone_snapshots = [(p, v) for p, v in _snapshots(read) if not log.can_rebuild(v)]
-    lost = max(0, min(earliest, latest + 1) - resume_from)
+    lost = max(0, min(earliest, latest + 1) - resume_commit)
     if gone_snapshots:
         p, version = gone_snapshots[0]
+        detail = (
+            f"{p.file} needs the snapshot of version {version}, which can no longer be rebuilt "
+            f"(the earliest is {log.earliest_snapshot})"
+        )
+        if resume.is_starting_version and not log.can_rebuild(resume_from):
+            detail += "; the stream had not finished reading that snapshot"
         return DeltaFinding(
             **base,
             verdict=DeltaVerdict.SNAPSHOT_GONE,
             versions_lost=lost,
             spark_error=SNAPSHOT_GONE,
-            detail=f"{p.file} needs the snapshot of version {version}, which can no longer be rebuilt "
-            f"(the earliest is {log.earliest_snapshot})",
+            detail=detail,
         )
     if needed_from < earliest and needed_from <= latest:
         detail = (
@@ -102,7 +118,7 @@ def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
             f"(log retention); the log now starts at {earliest}"
         )
         if lost:
-            detail += f"; {_span(resume_from, resume_from + lost - 1)} were never read"
+            detail += f"; {_span(resume_commit, resume_commit + lost - 1)} were never read"
         return DeltaFinding(
             **base,
             verdict=DeltaVerdict.VERSIONS_GONE,
@@ -110,12 +126,15 @@ def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
             spark_error=MISSING_VERSIONS,
             detail=detail,
         )
-    if needed_from > latest + 1:
+    beyond = max(positions, key=lambda p: p.offset.reservoir_version)
+    if beyond.offset.reservoir_version > latest + 1:
+        version = beyond.offset.reservoir_version
         return DeltaFinding(
             **base,
             verdict=DeltaVerdict.BEYOND_LATEST,
-            detail=f"offset version {needed_from} is past the table's next version {latest + 1}: the "
-            "stream reads nothing until the table gets there",
+            detail=f"{beyond.file} is at version {version}, past the table's next version {latest + 1} "
+            f"(log truncated, or another copy of the table?): {_span(latest + 1, version - 1)}, once "
+            f"written, would never be read; repair moves the offset to {latest + 1}",
         )
     vacuumed = {v: f.missing for v, f in log.files.items() if v >= resume_from and f.missing}
     if vacuumed:
@@ -136,9 +155,14 @@ def _target(
     """The offset every position before it moves to; None: leave the source alone."""
     if finding.verdict is DeltaVerdict.OK and strategy is DeltaStrategy.CLAMP:
         return None
-    if finding.verdict is DeltaVerdict.TABLE_RECREATED and log.earliest_change == 0:
-        # The whole new table: inside the initial snapshot of version 0, before its first file.
-        return DeltaSourceOffset(1, log.table_id, 0, BASE_INDEX, True)
+    resume = read.resume.offset
+    snapshot_gone = resume.is_starting_version and not log.can_rebuild(resume.reservoir_version)
+    if strategy is DeltaStrategy.CLAMP and (finding.verdict is DeltaVerdict.TABLE_RECREATED or snapshot_gone):
+        # The start of the earliest snapshot that can be rebuilt, before its first file: the stream
+        # reads the table as of that version in full, so nothing still in the table is skipped. A
+        # re-created table is read whole; an unfinished initial snapshot is read again from its
+        # start (moving past it would drop its unread files without a count).
+        return DeltaSourceOffset(1, log.table_id, log.earliest_snapshot, BASE_INDEX, True)
     if strategy is DeltaStrategy.LATEST or finding.verdict is DeltaVerdict.BEYOND_LATEST:
         target = log.latest + 1
     else:
@@ -152,27 +176,61 @@ def _target(
     return DeltaSourceOffset(1, log.table_id, target, BASE_INDEX, False)
 
 
-def _moved(offset: DeltaSourceOffset, new: DeltaSourceOffset, log: TableLog) -> bool:
+def _moved(
+    offset: DeltaSourceOffset,
+    new: DeltaSourceOffset,
+    log: TableLog,
+    finding: DeltaFinding,
+    strategy: DeltaStrategy,
+) -> bool:
     if offset.reservoir_id != log.table_id:
         return True
     if offset == new:
         return False
     if offset.reservoir_version > log.latest + 1:
         return True  # beyond latest: clamp down
+    if finding.verdict is DeltaVerdict.BEYOND_LATEST and strategy is DeltaStrategy.CLAMP:
+        return False  # only the positions past the table's next version move
     if offset.is_starting_version and not log.can_rebuild(offset.reservoir_version):
         return True
-    return offset.reservoir_version < new.reservoir_version
+    if new.is_starting_version:
+        # A snapshot target at s holds every version up to s: a position before it, or one at the
+        # start of version s's own commit (which bounds the snapshot to nothing), moves too.
+        v, s = offset.reservoir_version, new.reservoir_version
+        return v < s or (v == s and not offset.is_starting_version)
+    return _first_commit(offset) < new.reservoir_version
 
 
-def _loss(source_id: str, first: int, target: int, log: TableLog) -> DeltaSourceLoss:
+def _loss(
+    read: DeltaSourceRead, finding: DeltaFinding, new: DeltaSourceOffset, log: TableLog, moved: bool
+) -> DeltaSourceLoss:
+    """What moving the source to ``new`` costs, counted from where it resumes."""
+    if new.is_starting_version:
+        recreated = finding.verdict is DeltaVerdict.TABLE_RECREATED
+        return DeltaSourceLoss(read.source_id, 0, 0, 0, new.reservoir_version, rereads=not recreated)
+    if not moved:
+        return DeltaSourceLoss(read.source_id, 0, 0, 0)
+    resume = read.resume.offset
+    if finding.verdict is DeltaVerdict.TABLE_RECREATED:
+        first, snapshot = 0, None  # everything in the new table before the target
+    else:
+        first = _first_commit(resume)
+        snapshot = resume.reservoir_version if resume.is_starting_version else None
     present = set(log.commits)
-    versions = range(first, target)
+    versions = range(first, new.reservoir_version)
     skipped = [v for v in versions if v in present]
+    lost = len(versions) - len(skipped)
+    if snapshot is not None:
+        # The unread rest of an initial snapshot: its files cannot be counted from the commits.
+        if log.can_rebuild(snapshot):
+            skipped.append(snapshot)
+        else:
+            lost += 1
     return DeltaSourceLoss(
-        source_id=source_id,
-        versions_lost=len(versions) - len(skipped),
+        source_id=read.source_id,
+        versions_lost=lost,
         versions_skipped=len(skipped),
-        files_skipped=sum(log.files[v].added for v in skipped if v in log.files),
+        files_skipped=sum(log.files[v].added for v in skipped if v in log.files and v != snapshot),
     )
 
 
@@ -211,13 +269,13 @@ def plan_source_repair(
         source_moves = [
             DeltaMove(read.source_id, p.file, p.offset, new)
             for p in read.positions
-            if _moved(p.offset, new, log)
+            if _moved(p.offset, new, log, finding, strategy)
         ]
         if not source_moves:
             continue
         moves.extend(source_moves)
-        first = 0 if finding.verdict is DeltaVerdict.TABLE_RECREATED else finding.resume_from
-        losses.append(_loss(read.source_id, first, new.reservoir_version, log))
+        resume_moved = any(m.file == read.resume.file for m in source_moves)
+        losses.append(_loss(read, finding, new, log, resume_moved))
     plan = DeltaPlan(
         checkpoint=checkpoint,
         query_id=query_id,

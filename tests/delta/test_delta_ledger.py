@@ -194,6 +194,29 @@ def test_validate_and_repair_a_ledger_after_retention_loss(
     validated = cli(*base, "--output", "json")
     assert validated.exit_code == 1, validated.stderr
     rows = json.loads(validated.stdout)["partitions"]
+    # The keys recovery/cli/ledger.py documents.
+    assert set(json.loads(validated.stdout)) == {
+        "table",
+        "pipeline",
+        "version",
+        "batch_id",
+        "isolation",
+        "needs_action",
+        "partitions",
+    }
+    assert set(rows[0]) == {
+        "topic",
+        "partition",
+        "verdict",
+        "ledger_offset",
+        "batch_end",
+        "log_start_offset",
+        "log_end_offset",
+        "records_lost",
+        "spark_error",
+        "silently_skipped",
+        "detail",
+    }
     assert [(r["partition"], r["verdict"], r["ledger_offset"], r["records_lost"]) for r in rows] == [
         (0, "BELOW_LOG_START", 5, 7),
         (1, "OK", 5, 0),
@@ -208,6 +231,33 @@ def test_validate_and_repair_a_ledger_after_retention_loss(
     done = cli(*repair, "--execute", "--output", "json")
     assert done.exit_code == 0, done.stderr
     body = json.loads(done.stdout)
+    assert set(body) == {
+        "table",
+        "pipeline",
+        "from_version",
+        "batch_id",
+        "strategy",
+        "isolation",
+        "partitions",
+        "moves",
+        "rows",
+        "dropped",
+        "totals",
+        "refused",
+        "executed",
+        "version",
+    }
+    assert set(body["moves"][0]) == {
+        "topic",
+        "partition",
+        "verdict",
+        "old",
+        "new",
+        "lost",
+        "skipped",
+        "replayed",
+        "reason",
+    }
     assert (body["executed"], body["version"], body["totals"]["lost"]) == (True, 2, 7)
     history = DeltaTable(table).history(1)[0]
     recorded = json.loads(history[METADATA_KEY])
@@ -226,3 +276,58 @@ def test_validate_and_repair_a_ledger_after_retention_loss(
     # Time travel is the rollback: the version before the correction still has the old offsets.
     assert read_ledger(conf).positions[p0] == 12
     assert DeltaTable(table, version=1).to_pyarrow_table().num_rows == 2
+
+
+def test_empty_pipeline_column_means_the_table_has_none() -> None:
+    """The error for a missing pipeline suggests columns.pipeline = "": that must be accepted."""
+    conf = make_conf({"table": "/t", "columns": {"pipeline": ""}})
+    assert conf.pipeline is None and conf.columns.pipeline == ""
+
+
+def test_ledger_of_several_pipelines_needs_one_named(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """Without --pipeline, a at 100 and b at 5 would read back as one position of 5."""
+    table = str(tmp_path / "ledger")
+    create_ledger(table)
+    append_rows(make_conf({"table": table, "pipeline": "a"}), [_row(0, T0, 0, 100, pipeline="a")])
+    append_rows(make_conf({"table": table, "pipeline": "b"}), [_row(0, T0, 0, 5, pipeline="b")])
+    before = DeltaTable(table).version()
+    for args in (["show"], ["validate", "-b", "127.0.0.1:1"], ["repair", "-b", "127.0.0.1:1", "--execute"]):
+        result = cli("ledger", args[0], table, *args[1:])
+        assert result.exit_code == 2, (args, result.stderr)
+        assert f"Error: {table}: column 'pipeline' holds pipelines a, b; name one with --pipeline" in (
+            result.stderr
+        )
+    assert DeltaTable(table).version() == before
+    shown = cli("ledger", "show", table, "--pipeline", "a", "--output", "json")
+    assert [r["offset"] for r in json.loads(shown.stdout)] == [100]
+
+
+def test_a_table_without_a_pipeline_column_needs_no_pipeline(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    table = str(tmp_path / "ledger")
+    write_deltalake(
+        table, pa.table({"batch_id": [0], "topic": ["orders"], "partition": [0], "end_offset": [7]})
+    )
+    shown = cli("ledger", "show", table, "--output", "json")
+    assert shown.exit_code == 0, shown.stderr
+    assert [r["offset"] for r in json.loads(shown.stdout)] == [7]
+
+
+@pytest.mark.integration
+def test_repair_whose_only_moves_drop_partitions_needs_action(
+    tmp_path: Path, bootstrap: str, new_topic: Callable[..., str], cli: Callable[..., Any]
+) -> None:
+    topic = new_topic(partitions=1)
+    table = str(tmp_path / "ledger")
+    create_ledger(table)
+    conf = make_conf({"table": table, "pipeline": "orders-hourly"})
+    # Partition 0 is healthy; partition 3 does not exist (the topic lost partitions).
+    append_rows(conf, [_row(0, TopicPartition(topic, 0), 0, 0), _row(0, TopicPartition(topic, 3), 0, 5)])
+    for extra in ([], ["--execute"]):
+        result = cli("ledger", "repair", table, "--pipeline", "orders-hourly", "-b", bootstrap, *extra)
+        assert result.exit_code == 1, result.stderr
+        assert "% nothing was written: the only changes are partitions that are gone" in result.stderr
+        assert "nothing to change" not in result.stderr
+    assert DeltaTable(table).version() == 1

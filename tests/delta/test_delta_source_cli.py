@@ -91,7 +91,14 @@ def test_validate_and_repair(tmp_path: Path, cli: Callable[..., Any]) -> None:
         ("offsets/1", 4),
     ]
     assert body["losses"] == [
-        {"source_id": "0", "versions_lost": 1, "versions_skipped": 0, "files_skipped": 0}
+        {
+            "source_id": "0",
+            "versions_lost": 1,
+            "versions_skipped": 0,
+            "files_skipped": 0,
+            "reads_snapshot": None,
+            "rereads": False,
+        }
     ]
     assert (chk / "offsets" / "1").read_bytes() == original.replace(
         b'"reservoirVersion":3', b'"reservoirVersion":4'
@@ -127,11 +134,12 @@ def test_version_budget_refuses_and_writes_nothing(tmp_path: Path, cli: Callable
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["-t", "zero=/x"], 2, "expected PATH or SOURCE_ID=PATH"),
+        (["-t", "zero=/x", "-t", "0=/y"], 2, "expected SOURCE_ID=PATH for each of several tables"),
+        (["-t", "/lake/env=prod/t"], 2, "/lake/env=prod/t: not a Delta table"),
         (["-t", "/nonexistent/table"], 2, "not a Delta table"),
         (["-t", "7=/x"], 2, "no Delta source 7 (Delta sources: 0)"),
     ],
-    ids=["bad-table-option", "no-table", "unknown-source"],
+    ids=["bad-table-option", "path-with-equals-sign", "no-table", "unknown-source"],
 )
 def test_bad_input_exits_2(
     tmp_path: Path, cli: Callable[..., Any], args: list[str], code: int, message: str
@@ -178,3 +186,38 @@ def test_a_checkpoint_written_just_now_looks_in_use(tmp_path: Path, cli: Callabl
     assert result.exit_code == 1
     assert "the query looks like it is running" in result.stderr
     assert list_backups(str(tmp_path / "chk")) == ()
+
+
+def test_a_table_path_with_an_equals_sign_is_a_path(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    table_id = _table(tmp_path / "env=prod" / "t", 1, clean=False)
+    _checkpoint(tmp_path / "chk", table_id, [1], committed=0)
+    result = cli("delta-source", "validate", str(tmp_path / "chk"), "-t", str(tmp_path / "env=prod" / "t"))
+    assert result.exit_code == 0, result.stderr
+
+
+def test_validate_reports_a_checkpoint_spark_cannot_restart(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """The findings still print, then the reason; exit 1 rather than an error before the report."""
+    table_id = _table(tmp_path / "t", 3, clean=False)
+    sink = tmp_path / "sink"
+    write_deltalake(str(sink), pa.table({"id": [0]}))
+    chk = tmp_path / "chk"
+    _checkpoint(chk, table_id, [1, 2], committed=1)
+    (chk / "commits" / "5").write_text('v1\n{"nextBatchWatermarkMs":0}')  # newer than offsets/1
+    table = str(tmp_path / "t")
+    result = cli("delta-source", "validate", str(chk), "-t", table, "--sink", str(sink))
+    assert result.exit_code == 1, result.stderr
+    assert result.stdout.splitlines()[1].split()[:2] == ["0", "OK"]
+    assert "Spark cannot restart from this checkpoint: commits/5 is newer than the latest offsets/1" in (
+        result.stderr
+    )
+    refused = cli(
+        "delta-source", "repair", str(chk), "-t", table, "--strategy", "latest", "--execute", "--force"
+    )
+    assert refused.exit_code == 1
+    assert "Fix that first; nothing was written" in refused.stderr
+    assert list_backups(str(chk)) == ()
+
+
+def test_max_versions_help_says_what_it_counts(cli: Callable[..., Any]) -> None:
+    help_text = " ".join(cli("delta-source", "repair", "--help").stdout.split())
+    assert "Refuse a plan whose versions lost plus versions skipped exceed N." in help_text

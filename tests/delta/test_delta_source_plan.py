@@ -242,3 +242,62 @@ def test_with_delta_offset_changes_only_that_line() -> None:
     assert fmt.serialize_offset_log(updated) == data.replace(b'"reservoirVersion":2', b'"reservoirVersion":7')
     with pytest.raises(ValueError, match="source 1 is not a Delta source"):
         fmt.with_delta_offset(entry, "1", DeltaSourceOffset(1, "x", 7, -1, False))
+
+
+def test_initial_snapshot_offset_needs_commits_after_its_version() -> None:
+    """DeltaSource reads the snapshot of v, then lists commits from v + 1: no commit v needed."""
+    table = TableLog("/t", ID, 15, tuple(range(11, 16)), (10,))
+    source = read(offset(10, index=5, starting=True), offset(10, index=9, starting=True))
+    finding = assess_source(source, table)
+    assert (finding.verdict, finding.spark_error, finding.needed_from) == (DeltaVerdict.OK, None, 11)
+    assert plan(source, table).moves == ()
+
+
+def test_unfinished_snapshot_that_is_gone_is_read_again_from_the_earliest_snapshot() -> None:
+    """Moving past the snapshot would drop its unread files uncounted; clamp re-reads instead."""
+    table = log(range(7, 9), checkpoints=(7,))
+    source = read(None, offset(3, index=4, starting=True))
+    result = plan(source, table)
+    assert result.moves == (
+        DeltaMove("0", "offsets/5", offset(3, index=4, starting=True), offset(7, starting=True)),
+    )
+    assert result.losses == (DeltaSourceLoss("0", 0, 0, 0, reads_snapshot=7, rereads=True),)
+    assert result.refused is None
+
+
+def test_latest_past_an_unfinished_snapshot_counts_it_against_the_budget() -> None:
+    table = log(range(7, 9), checkpoints=(7,))
+    result = plan(read(None, offset(3, index=4, starting=True)), table, DeltaStrategy.LATEST, max_versions=5)
+    assert [m.new for m in result.moves] == [offset(9)]
+    # versions 4-6 gone, 7-8 skipped, and the rest of the snapshot of 3 (gone): 6 in all
+    assert result.losses == (DeltaSourceLoss("0", versions_lost=4, versions_skipped=2, files_skipped=0),)
+    assert result.refused == "the plan loses or skips 6 versions, over the budget of 5"
+
+
+def test_an_end_past_the_table_needs_action_even_when_the_start_is_readable() -> None:
+    table = log(range(0, 16))
+    source = read(offset(14), offset(20))
+    finding = assess_source(source, table)
+    assert finding.verdict is DeltaVerdict.BEYOND_LATEST and finding.needs_action
+    assert finding.spark_error is None
+    assert "offsets/5 is at version 20, past the table's next version 16" in finding.detail
+    result = plan(source, table)
+    assert result.moves == (DeltaMove("0", "offsets/5", offset(20), offset(16)),)
+    assert result.losses == (DeltaSourceLoss("0", 0, 0, 0),)
+
+
+def test_recreated_table_follows_the_strategy() -> None:
+    table = log(range(0, 3))
+    source = read(None, offset(3, table_id="old"))
+    latest = plan(source, table, DeltaStrategy.LATEST, adopt_new_table=True)
+    assert [m.new for m in latest.moves] == [offset(3)]
+    assert latest.losses == (DeltaSourceLoss("0", versions_lost=0, versions_skipped=3, files_skipped=0),)
+    clamp = plan(source, table, adopt_new_table=True)
+    assert [m.new for m in clamp.moves] == [offset(0, starting=True)]
+    assert clamp.losses == (DeltaSourceLoss("0", 0, 0, 0, reads_snapshot=0, rereads=False),)
+
+
+def test_recreated_table_with_a_cleaned_log_is_read_from_its_earliest_snapshot() -> None:
+    table = log(range(4, 6), checkpoints=(4,))
+    clamp = plan(read(None, offset(3, table_id="old")), table, adopt_new_table=True)
+    assert [m.new for m in clamp.moves] == [offset(4, starting=True)]

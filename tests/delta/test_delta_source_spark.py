@@ -202,6 +202,8 @@ def test_vacuumed_files_are_predicted_and_skipped(
             "versions_lost": 0,
             "versions_skipped": 1,
             "files_skipped": finding["files_missing"],
+            "reads_snapshot": None,
+            "rereads": False,
         }
     ]
     _stream(spark, src, sink, chk)
