@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from recovery.cli.options import output_option, parse_storage_options, storage_option
+from recovery.cli.options import (
+    checkpoint_write_options,
+    output_option,
+    parse_storage_options,
+    storage_option,
+)
 from recovery.cli.tables import emit
 from recovery.errors import ExitCode
 
@@ -257,20 +262,7 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--dry-run/--execute", "dry_run", default=True, help="Print the plan (default), or apply it."
     )
-    @click.option(
-        "--force", is_flag=True, help="Write even if the checkpoint looks in use by a running query."
-    )
-    @click.option(
-        "--active-within",
-        type=click.FloatRange(min=0),
-        default=300.0,
-        show_default=True,
-        metavar="SECONDS",
-        help="A checkpoint whose newest batch file is younger than this looks in use.",
-    )
-    @click.option(
-        "--backup-dir", metavar="URL", help="Where the backup set goes (default <checkpoint>/_recovery)."
-    )
+    @checkpoint_write_options
     def repair_cmd(
         checkpoint: str,
         tables: tuple[str, ...],

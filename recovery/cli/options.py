@@ -118,3 +118,29 @@ storage_option = click.option(
     metavar="KEY=VALUE",
     help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable).",
 )
+
+
+def checkpoint_write_options(func: F) -> F:
+    """``--force``, ``--active-within SECONDS``, ``--backup-dir URL``: how a command that rewrites a
+    checkpoint guards it (``repair``, ``delta-source repair``)."""
+    decorators = [
+        click.option(
+            "--force", is_flag=True, help="Write even if the checkpoint looks in use by a running query."
+        ),
+        click.option(
+            "--active-within",
+            type=click.FloatRange(min=0),
+            default=300.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="A checkpoint whose newest batch file is younger than this looks in use.",
+        ),
+        click.option(
+            "--backup-dir",
+            metavar="URL",
+            help="Where the backup set goes (default <checkpoint>/_recovery/backups).",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func

@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from recovery.cli.options import (
+    checkpoint_write_options,
     isolation_option,
     kafka_options,
     output_option,
@@ -395,20 +396,13 @@ def strategy_options(func: Any) -> Any:
 @strategy_options
 @click.option("--dry-run/--execute", "dry_run", default=True, help="Print the plan (default), or apply it.")
 @click.option(
-    "--export", "export_path", type=click.Path(dir_okay=False), metavar="CSV", help="Save the plan."
+    "--export",
+    "export_path",
+    type=click.Path(dir_okay=False),
+    metavar="CSV",
+    help="Save the positions after the plan as topic,partition,offset rows (readable by --from-file).",
 )
-@click.option("--force", is_flag=True, help="Write even if the checkpoint looks in use by a running query.")
-@click.option(
-    "--active-within",
-    type=click.FloatRange(min=0),
-    default=300.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="A checkpoint whose newest batch file is younger than this looks in use.",
-)
-@click.option(
-    "--backup-dir", metavar="URL", help="Where the backup set goes (default <checkpoint>/_recovery)."
-)
+@checkpoint_write_options
 @judged_isolation
 @sink_option
 @click.option(
