@@ -28,6 +28,7 @@ from recovery.cli.options import (
     checkpoint_write_options,
     output_option,
     parse_storage_options,
+    stack,
     storage_option,
 )
 from recovery.cli.tables import emit
@@ -205,9 +206,7 @@ def _common(func: Any) -> Any:
         storage_option,
         output_option("table", "json"),
     ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    return stack(func, decorators)
 
 
 def register(cli: click.Group) -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from recovery.cli.options import isolation_option, kafka_options, output_option
+from recovery.cli.options import isolation_option, kafka_options, output_option, stack
 from recovery.cli.repair import (
     MOVE_COLUMNS,
     VALIDATE_COLUMNS,
@@ -110,9 +110,7 @@ def _ledger_options(func: Any) -> Any:
             help="The pipeline whose rows to use, when the table holds several (pipeline column).",
         ),
     ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    return stack(func, decorators)
 
 
 def _context(state: Any) -> None:

@@ -11,6 +11,14 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def stack(func: F, decorators: list[Callable[[Any], Any]]) -> F:
+    """Apply ``decorators`` to ``func`` as if written as ``@`` lines in this order (first = outermost),
+    so a group of options can be one decorator."""
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
 def output_option(*formats: str, default: str = "table") -> Callable[[F], F]:
     """``--output table|json[|csv]``: how results are printed on stdout (table by default)."""
     choices = formats or ("table", "json")
@@ -84,9 +92,7 @@ def kafka_options(func: F) -> F:
             help="Give up (exit 3) when Kafka has not answered within this time, retries included.",
         ),
     ]
-    for decorator in reversed(decorators):
-        wrapper = decorator(wrapper)
-    return wrapper  # type: ignore[return-value]
+    return stack(wrapper, decorators)  # type: ignore[return-value]
 
 
 def isolation_option(help: str) -> Callable[[F], F]:
@@ -141,6 +147,4 @@ def checkpoint_write_options(func: F) -> F:
             help="Where the backup set goes (default <checkpoint>/_recovery/backups).",
         ),
     ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    return stack(func, decorators)

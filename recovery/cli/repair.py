@@ -26,6 +26,7 @@ from recovery.cli.options import (
     kafka_options,
     output_option,
     parse_storage_options,
+    stack,
     storage_option,
 )
 from recovery.cli.tables import emit
@@ -385,9 +386,7 @@ def strategy_options(func: Any) -> Any:
             help="Refuse if a partition loses more records.",
         ),
     ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    return stack(func, decorators)
 
 
 @click.command(name="repair")
