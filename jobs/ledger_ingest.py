@@ -37,7 +37,7 @@ import click
 
 from recovery.cli import run
 from recovery.cli.options import kafka_options
-from recovery.errors import StateError
+from recovery.errors import LedgerJobStopped
 from recovery.model import TopicPartition
 
 if TYPE_CHECKING:
@@ -61,11 +61,6 @@ class IngestResult:
 
 def _offsets_json(topic: str, offsets: dict[TopicPartition, int]) -> str:
     return json.dumps({topic: {str(tp.partition): o for tp, o in sorted(offsets.items())}})
-
-
-class LedgerJobStopped(StateError):
-    """The run stopped without writing the ledger: another run got there first, or the data table
-    and the ledger disagree in a way only a person can settle."""
 
 
 def _txn_version(table: str, app_id: str, storage_options: Mapping[str, str] | None = None) -> int | None:

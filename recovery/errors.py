@@ -4,9 +4,13 @@ that talks to a third-party library translates that library's exceptions (``rais
 
 * RecoveryError
   x InvalidInput            bad flag, unreadable or malformed file            -> exit 2
+    + CheckpointFormatError, OffsetSpecError, ConfigError, DeltaTableNotFound
   x StateError              the world is not in a state we can act on        -> exit 1
+    + CheckpointInUse, LossBudgetExceeded, SinkWouldSkip, PlanOutdated, NoOffsetForTime,
+      GateFailed, LedgerGateFailed, LedgerBehindData, LedgerJobStopped, GroupActive, OffsetOutsideLog
   x ExternalError           a system we talk to failed or cannot be reached  -> exit 3
-    + RigError              the embedded Kafka broker or Spark rig failed to start
+    + StorageError, KafkaError (KafkaUnavailable, TopicNotFound), DeltaError,
+      RigError              the embedded Kafka broker or Spark rig failed to start
 
 Messages are written for a person at 3 a.m.: what happened, which file/field/partition, what to do.
 They never contain secrets.
@@ -63,6 +67,10 @@ class ConfigError(InvalidInput):
     """A configuration file (``--command-config``, ``conf/``) is unreadable or invalid."""
 
 
+class DeltaTableNotFound(InvalidInput):
+    """No Delta table at the path (as opposed to a table that could not be read just now)."""
+
+
 # -- state (exit 1) ------------------------------------------------------------------------------
 
 
@@ -81,6 +89,32 @@ class SinkWouldSkip(StateError):
 
 class PlanOutdated(StateError):
     """What a plan was made from changed before it was applied; nothing was written."""
+
+
+class GateFailed(StateError):
+    """The checkpoint would make the query fail or lose data, and the gate's mode is ``fail``."""
+
+
+class LedgerGateFailed(StateError):
+    """The ledger's offsets would make the next run fail or lose data, and the gate's mode is ``fail``."""
+
+
+class LedgerBehindData(StateError):
+    """The pipeline's data table records a batch the ledger does not: a run died between its data
+    append and its ledger append. A correction now would take that batch's id and re-read its range."""
+
+
+class LedgerJobStopped(StateError):
+    """The run stopped without writing the ledger: another run got there first, or the data table
+    and the ledger disagree in a way only a person can settle."""
+
+
+class GroupActive(StateError):
+    """The group has active members: its offsets cannot be written now."""
+
+
+class OffsetOutsideLog(StateError):
+    """An offset to write is below the log start offset or above the high watermark."""
 
 
 # -- external systems (exit 3) -------------------------------------------------------------------

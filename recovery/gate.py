@@ -15,27 +15,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from enum import StrEnum
 from typing import Any
 
 from recovery.api import Report, apply, plan_repair, record_topic_ids, validate_checkpoint
 from recovery.checkpoint import open_checkpoint
 from recovery.checkpoint.store import Store
-from recovery.errors import StateError
+from recovery.errors import GateFailed
 from recovery.kafka.admin import Isolation
 from recovery.kafka.config import KafkaConfig
-from recovery.model import Policy, Strategy
+from recovery.model import GateMode, Policy, Strategy
 from recovery.report import describe_move, findings_text
-
-
-class GateMode(StrEnum):
-    FAIL = "fail"
-    CLAMP = "clamp"
-    WARN = "warn"
-
-
-class GateFailed(StateError):
-    """The checkpoint would make the query fail or lose data, and the gate's mode is ``fail``."""
 
 
 def prestart_gate(

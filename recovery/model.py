@@ -6,9 +6,11 @@ can use it without pulling in any IO.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 
 @dataclass(frozen=True, order=True)
@@ -37,6 +39,123 @@ class OffsetRange:
     @property
     def size(self) -> int:
         return self.end - self.start
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    """Partitions ``lo`` (inclusive) up to ``hi`` (exclusive; ``None``: no upper bound)."""
+
+    lo: int = 0
+    hi: int | None = None
+
+    def __contains__(self, partition: object) -> bool:
+        return (
+            isinstance(partition, int) and self.lo <= partition and (self.hi is None or partition < self.hi)
+        )
+
+
+@dataclass(frozen=True)
+class TopicPattern:
+    """A topic regex (matched against the whole name) and the partitions wanted (empty: all)."""
+
+    regex: str
+    partitions: tuple[PartitionRange, ...] = ()
+
+    def matches_topic(self, topic: str) -> bool:
+        return re.fullmatch(self.regex, topic) is not None
+
+    def matches(self, topic: str, partition: int) -> bool:
+        return self.matches_topic(topic) and (
+            not self.partitions or any(partition in r for r in self.partitions)
+        )
+
+
+@dataclass(frozen=True)
+class TopicSelection:
+    """Which partitions to look at: a union of :class:`TopicPattern` items."""
+
+    patterns: tuple[TopicPattern, ...]
+    exclude_internal: bool = False
+
+    def matches(self, topic: str, partition: int, *, internal: bool = False) -> bool:
+        if internal and self.exclude_internal:
+            return False
+        return any(p.matches(topic, partition) for p in self.patterns)
+
+    def matches_topic(self, topic: str, *, internal: bool = False) -> bool:
+        if internal and self.exclude_internal:
+            return False
+        return any(p.matches_topic(topic) for p in self.patterns)
+
+
+# -- vocabulary: the words options and results are made of, parsed once at the edge ----------------
+
+
+class Isolation(StrEnum):
+    """The reader whose view is wanted (the consumer's ``isolation.level``): ``latest`` is the high
+    watermark under read_uncommitted, the last stable offset under read_committed."""
+
+    READ_UNCOMMITTED = "read_uncommitted"
+    READ_COMMITTED = "read_committed"
+
+
+class NoMatch(StrEnum):
+    """What a timestamp lookup returns for a partition without a record at or after the timestamp."""
+
+    LATEST = "latest"  # the end a reader of the chosen isolation sees (kafka-consumer-groups does this)
+    EARLIEST = "earliest"  # the log start offset
+    FAIL = "fail"  # raise NoOffsetForTime (Spark's startingOffsetsByTimestampStrategy=error)
+
+
+class OnBeyondEnd(StrEnum):
+    """Where the clamp strategy moves a position past the log end (a recreated or truncated topic)."""
+
+    LATEST = "latest"  # follower-style: to the log end, as a replica truncates to its leader
+    EARLIEST = "earliest"  # to the log start: re-read a recreated topic from its beginning
+
+
+class GateMode(StrEnum):
+    """What the pre-start gate does when the query would not restart cleanly."""
+
+    FAIL = "fail"  # raise with the report: the job does not start
+    CLAMP = "clamp"  # repair follower-style within the loss budget, then start
+    WARN = "warn"  # log the report and start as it is
+
+
+@dataclass(frozen=True)
+class CheckpointFile:
+    """A file of a checkpoint that holds Kafka or Delta source offsets: ``offsets/<batch>`` or the
+    initial offsets ``sources/<source>/0``. Ordered as Spark reads them: sources first, then batches."""
+
+    kind: Literal["sources", "offsets"]
+    number: int  # the batch id, or the source id for sources/<i>/0
+
+    @classmethod
+    def offsets(cls, batch_id: int) -> CheckpointFile:
+        return cls("offsets", batch_id)
+
+    @classmethod
+    def sources(cls, source_id: int | str) -> CheckpointFile:
+        return cls("sources", int(source_id))
+
+    @classmethod
+    def parse(cls, text: str) -> CheckpointFile:
+        """``offsets/3`` or ``sources/0/0`` (the spelling of a plan's JSON) back into a value."""
+        kind, _, rest = text.partition("/")
+        number = rest[:-2] if kind == "sources" and rest.endswith("/0") else rest
+        if kind not in ("offsets", "sources") or not number.isdigit():
+            raise ValueError(f"not a checkpoint offsets file: {text!r}")
+        return cls(kind, int(number))  # type: ignore[arg-type]
+
+    @property
+    def is_initial(self) -> bool:
+        return self.kind == "sources"
+
+    def __str__(self) -> str:
+        return f"sources/{self.number}/0" if self.kind == "sources" else f"offsets/{self.number}"
+
+    def __lt__(self, other: CheckpointFile) -> bool:
+        return (self.kind != "sources", self.number) < (other.kind != "sources", other.number)
 
 
 # -- validation and repair (the planning core's inputs and outputs) -------------------------------
@@ -145,20 +264,18 @@ class Strategy:
     """How to choose new positions. Time-based kinds and from-file arrive resolved as ``targets``."""
 
     kind: StrategyKind = StrategyKind.CLAMP
-    on_beyond_end: str = "latest"  # clamp only: "latest" (follower-style) or "earliest"
+    on_beyond_end: OnBeyondEnd = OnBeyondEnd.LATEST  # clamp only
     shift: int = 0  # shift-by
     offset: int | None = None  # to-offset
     targets: Mapping[TopicPartition, int] = field(default_factory=dict)  # to-datetime/by-duration/from-file
-    scope: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (topic, partitions or () for all); () = all
+    scope: TopicSelection | None = None  # the partitions it may move; None: all
 
     def covers(self, tp: TopicPartition) -> bool:
-        if not self.scope:
-            return True
-        return any(tp.topic == topic and (not parts or tp.partition in parts) for topic, parts in self.scope)
+        return self.scope is None or self.scope.matches(tp.topic, tp.partition)
 
     def describe(self) -> str:
         extra = {
-            StrategyKind.CLAMP: f" (beyond the log end: {self.on_beyond_end})",
+            StrategyKind.CLAMP: f" (beyond the log end: {self.on_beyond_end.value})",
             StrategyKind.SHIFT_BY: f" {self.shift:+d}",
             StrategyKind.TO_OFFSET: f" {self.offset}",
         }.get(self.kind, "")

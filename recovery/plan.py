@@ -31,6 +31,7 @@ from recovery.model import (
     Move,
     OffsetChange,
     OffsetRange,
+    OnBeyondEnd,
     Plan,
     Policy,
     SourcePosition,
@@ -227,7 +228,7 @@ def _target(finding: Finding, strategy: Strategy) -> int | None:
         if finding.verdict is Verdict.TOPIC_RECREATED:
             return available.start  # the recorded id proves the data are new: read them all
         if old > available.end:
-            return available.end if strategy.on_beyond_end == "latest" else available.start
+            return available.end if strategy.on_beyond_end is OnBeyondEnd.LATEST else available.start
         return clamp(old, available)  # unchanged when only a re-run batch's stored end is too far
     if kind is StrategyKind.EARLIEST:
         return available.start

@@ -1,12 +1,21 @@
-"""Options shared by several commands, as decorators (sqlite-utils style)."""
+"""Every option shared by several commands, declared once (sqlite-utils style decorators).
+
+One meaning per flag name across commands. Each option hands the command a value of the library's
+own vocabulary (``Isolation``, ``NoMatch``, ``TopicSelection``, a ``dict`` of storage options ...),
+so a command never parses strings back into values. Bad values are usage errors (exit 2) naming the
+option as the user typed it.
+"""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any, TypeVar
 
 import click
+
+from recovery.model import GateMode, Isolation, NoMatch, OnBeyondEnd
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -17,6 +26,19 @@ def stack(func: F, decorators: list[Callable[[Any], Any]]) -> F:
     for decorator in reversed(decorators):
         func = decorator(func)
     return func
+
+
+class EnumChoice(click.Choice):
+    """A ``click.Choice`` over a ``StrEnum`` that hands the command the enum member."""
+
+    def __init__(self, enum: type[StrEnum]) -> None:
+        self.enum = enum
+        super().__init__([member.value for member in enum])
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, self.enum):
+            return value
+        return self.enum(super().convert(value, param, ctx))
 
 
 def output_option(*formats: str, default: str = "table") -> Callable[[F], F]:
@@ -96,39 +118,113 @@ def kafka_options(func: F) -> F:
 
 
 def isolation_option(help: str) -> Callable[[F], F]:
-    """``--isolation read_uncommitted|read_committed`` (the Kafka consumer's ``isolation.level``)."""
+    """``--isolation read_uncommitted|read_committed`` (the consumer's ``isolation.level``) as an
+    :class:`~recovery.model.Isolation`."""
     return click.option(
         "--isolation",
-        type=click.Choice(["read_uncommitted", "read_committed"]),
-        default="read_uncommitted",
+        type=EnumChoice(Isolation),
+        default=Isolation.READ_UNCOMMITTED.value,
         show_default=True,
         help=help,
     )
 
 
-def parse_storage_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    """``--storage-option KEY=VALUE`` items as fsspec storage options."""
+def no_match_option(help: str) -> Callable[[F], F]:
+    """``--no-match latest|earliest|fail`` as a :class:`~recovery.model.NoMatch`."""
+    return click.option(
+        "--no-match",
+        "no_match",
+        type=EnumChoice(NoMatch),
+        default=NoMatch.LATEST.value,
+        show_default=True,
+        help=help,
+    )
+
+
+def on_beyond_end_option(help: str, *, default: OnBeyondEnd | None = None) -> Callable[[F], F]:
+    """``--on-beyond-end latest|earliest`` as an :class:`~recovery.model.OnBeyondEnd` (None: not given)."""
+    return click.option(
+        "--on-beyond-end",
+        "on_beyond_end",
+        type=EnumChoice(OnBeyondEnd),
+        default=default.value if default else None,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def gate_option(func: F) -> F:
+    """``--gate fail|clamp|warn`` as a :class:`~recovery.model.GateMode` (jobs with a pre-start gate)."""
+    return click.option(
+        "--gate",
+        "gate",
+        type=EnumChoice(GateMode),
+        default=GateMode.FAIL.value,
+        show_default=True,
+        help="When the checkpoint would not restart cleanly: fail, repair (clamp) or warn and start.",
+    )(func)
+
+
+def _storage_options(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", ctx, param)
         out[key] = value
     return out
 
 
-storage_option = click.option(
-    "--storage-option",
-    "storage_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable).",
+def storage_option(func: F) -> F:
+    """``--storage-option KEY=VALUE`` (repeatable): the command receives ``storage_options: dict``."""
+    return click.option(
+        "--storage-option",
+        "storage_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=_storage_options,
+        help="fsspec storage option, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable).",
+    )(func)
+
+
+def _selection(ctx: click.Context, param: click.Parameter, specs: tuple[str, ...]) -> Any:
+    if not specs:
+        return None
+    from recovery.errors import OffsetSpecError
+    from recovery.kafka.specs import parse_topic_partitions
+    from recovery.model import TopicSelection
+
+    try:
+        parsed = [parse_topic_partitions(spec) for spec in specs]
+    except OffsetSpecError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    return TopicSelection(tuple(p for selection in parsed for p in selection.patterns))
+
+
+TOPIC_HELP = (
+    "Topics and partitions: TOPIC_REGEX[:N|N-M|N-|-M] or TOPIC:0,1,4 (the regex matches the whole "
+    "name, so a plain topic name means that topic); repeatable."
 )
+
+
+def topic_option(help: str = TOPIC_HELP, *, alias: bool = False) -> Callable[[F], F]:
+    """``-t/--topic SPEC`` (repeatable) as one :class:`~recovery.model.TopicSelection` (None: not
+    given). The same grammar everywhere: ``kafka-get-offsets --topic-partitions``; with ``alias``
+    that spelling is accepted too."""
+    names = ["-t", "--topic", *(["--topic-partitions"] if alias else [])]
+    return click.option(
+        *names,
+        "topics",
+        multiple=True,
+        metavar="SPEC",
+        callback=_selection,
+        help=help,
+    )
 
 
 def checkpoint_write_options(func: F) -> F:
     """``--force``, ``--active-within SECONDS``, ``--backup-dir URL``: how a command that rewrites a
-    checkpoint guards it (``repair``, ``delta-source repair``)."""
+    checkpoint guards it (``repair``, ``delta-source repair``, ``checkpoint restore``)."""
     decorators = [
         click.option(
             "--force", is_flag=True, help="Write even if the checkpoint looks in use by a running query."
@@ -148,3 +244,112 @@ def checkpoint_write_options(func: F) -> F:
         ),
     ]
     return stack(func, decorators)
+
+
+def execute_option(func: F) -> F:
+    """``--dry-run/--execute``: every writing command prints what it would do unless ``--execute``;
+    the command receives ``dry_run: bool``."""
+    return click.option(
+        "--dry-run/--execute",
+        "dry_run",
+        default=True,
+        help="Print what would change (default), or apply it.",
+    )(func)
+
+
+def strategy_options(func: F) -> F:
+    """The reset strategies, their values, scope and loss budget (``repair``, ``ledger repair``).
+
+    The command receives ``request: StrategyRequest`` (what was asked, unresolved) and
+    ``policy: Policy``; :func:`recovery.strategy.resolve_strategy` turns the request into a Strategy.
+    """
+
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        strategy: str | None,
+        on_beyond_end: OnBeyondEnd | None,
+        to_datetime: str | None,
+        by_duration: str | None,
+        shift_by: int | None,
+        to_offset: int | None,
+        from_file: str | None,
+        no_match: NoMatch,
+        topics: Any,
+        max_loss_records: int | None,
+        max_loss_per_partition: int | None,
+        **kwargs: Any,
+    ) -> Any:
+        from recovery.model import Policy, StrategyKind
+        from recovery.strategy import StrategyRequest
+
+        request = StrategyRequest(
+            kind=StrategyKind(strategy) if strategy else None,
+            on_beyond_end=on_beyond_end,
+            to_datetime=to_datetime,
+            by_duration=by_duration,
+            shift_by=shift_by,
+            to_offset=to_offset,
+            from_file=from_file,
+            no_match=no_match,
+            scope=topics,
+        )
+        policy = Policy(max_loss_records, max_loss_per_partition)
+        return func(*args, request=request, policy=policy, **kwargs)
+
+    from recovery.model import StrategyKind
+
+    decorators = [
+        click.option(
+            "--strategy",
+            type=click.Choice([kind.value for kind in StrategyKind]),
+            default=None,
+            help="How to choose new offsets (default clamp: below the log start -> log start, beyond "
+            "the log end -> --on-beyond-end). A value option below implies its strategy.",
+        ),
+        on_beyond_end_option(
+            "clamp: where a position past the log end goes: latest (default, follower-style) or "
+            "earliest (re-reads a recreated topic)."
+        ),
+        click.option(
+            "--to-datetime", metavar="ISO-8601|EPOCH-MS", help="First offset at or after this time."
+        ),
+        click.option("--by-duration", metavar="PnDTnHnMnS", help="First offset at or after now minus this."),
+        click.option("--shift-by", type=int, metavar="N", help="Move every position by N (negative: back)."),
+        click.option(
+            "--to-offset", type=int, metavar="N", help="Move every position to N (clamped into the log)."
+        ),
+        click.option(
+            "--from-file", type=click.Path(dir_okay=False), metavar="CSV", help="topic,partition,offset rows."
+        ),
+        no_match_option("Time strategies: the offset of a partition with no record at or after the time."),
+        topic_option("Limit the repair to these partitions: " + TOPIC_HELP),
+        click.option(
+            "--max-loss-records", type=click.IntRange(min=0), help="Refuse if more records are lost in all."
+        ),
+        click.option(
+            "--max-loss-per-partition",
+            type=click.IntRange(min=0),
+            help="Refuse if a partition loses more records.",
+        ),
+    ]
+    return stack(wrapper, decorators)  # type: ignore[return-value]
+
+
+def sink_option(help: str = "") -> Callable[[F], F]:
+    """``--sink TABLE``: the query's Delta sink table (path or URL)."""
+    return click.option(
+        "--sink",
+        "sink",
+        metavar="TABLE",
+        help=help
+        or "The query's Delta sink table: warn when it would skip batches it believes it wrote "
+        "(its txn appId is the query id).",
+    )
+
+
+def parse_storage_options(pairs: tuple[str, ...] | dict[str, str]) -> dict[str, str]:
+    """Transitional: commands not yet moved to ``storage_option``'s parsed dict."""
+    if isinstance(pairs, dict):
+        return pairs
+    return _storage_options(click.get_current_context(), click.Option(["--storage-option"]), pairs)

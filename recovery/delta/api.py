@@ -33,7 +33,7 @@ from recovery.delta.ledger import (
 from recovery.delta.log import app_transaction_version, read_table_log
 from recovery.delta.model import DeltaPlan, DeltaPosition, DeltaSourceRead, DeltaStrategy, SinkWarning
 from recovery.delta.source import check_sink, plan_source_repair
-from recovery.errors import InvalidInput, LossBudgetExceeded, StateError
+from recovery.errors import InvalidInput, LedgerBehindData, LedgerGateFailed, LossBudgetExceeded, StateError
 from recovery.model import ClusterView, Policy, Strategy, TopicPartition
 from recovery.plan import plan_repair
 
@@ -344,15 +344,10 @@ def repair_ledger(
     return LedgerResult(ledger, version)
 
 
-class LedgerBehindData(StateError):
-    """The pipeline's data table records a batch the ledger does not: a run died between its data
-    append and its ledger append. A correction now would take that batch's id and re-read its range."""
-
-
 def refuse_if_behind_data(conf: LedgerConf) -> None:
     """Raise LedgerBehindData if ``conf.data_table``'s app transaction for the pipeline (the job's
     ``txnAppId``) is at or above the ledger's next batch id. Nothing to check without a data table."""
-    from recovery.delta.log import DeltaTableNotFound
+    from recovery.errors import DeltaTableNotFound
 
     if conf.data_table is None:
         return
@@ -368,10 +363,6 @@ def refuse_if_behind_data(conf: LedgerConf) -> None:
             f"up to {state.next_batch_id - 1}: a run died between its data and ledger appends. Run the job "
             "once (it writes that batch's ledger rows first), then repair. Nothing was written."
         )
-
-
-class LedgerGateFailed(StateError):
-    """The ledger's offsets would make the next run fail or lose data, and the gate's mode is ``fail``."""
 
 
 def ledger_gate(

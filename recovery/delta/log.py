@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlparse
 
 from recovery.checkpoint.store import Store
 from recovery.delta.model import TableLog, VersionFiles
-from recovery.errors import DeltaError, InvalidInput, RecoveryError
+from recovery.errors import DeltaError, DeltaTableNotFound, InvalidInput, RecoveryError
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -28,10 +28,6 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 # Classic (<v>.checkpoint.parquet), multi-part (<v>.checkpoint.<i>.<n>.parquet) and V2
 # (<v>.checkpoint.<uuid>.json|parquet) checkpoints: PROTOCOL.md "Checkpoints".
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)$")
-
-
-class DeltaTableNotFound(InvalidInput):
-    """No Delta table at the path (as opposed to a table that could not be read just now)."""
 
 
 @contextmanager

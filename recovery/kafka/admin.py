@@ -42,25 +42,10 @@ from recovery.errors import (
 )
 from recovery.kafka.config import KafkaConfig, is_secret
 from recovery.kafka.specs import TimeKind, TimeSpec, TopicPattern, TopicSelection
-from recovery.model import OffsetRange, TopicPartition
+from recovery.model import Isolation, NoMatch, OffsetRange, TopicPartition
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
-
-
-class Isolation(StrEnum):
-    """The reader whose view is wanted: ``latest`` is the high watermark or the last stable offset."""
-
-    READ_UNCOMMITTED = "read_uncommitted"
-    READ_COMMITTED = "read_committed"
-
-
-class NoMatch(StrEnum):
-    """What a timestamp lookup returns for a partition without a record at or after the timestamp."""
-
-    LATEST = "latest"  # the end a reader of the chosen isolation sees (kafka-consumer-groups does this)
-    EARLIEST = "earliest"  # the log start offset
-    FAIL = "fail"  # raise NoOffsetForTime (Spark's startingOffsetsByTimestampStrategy=error)
 
 
 class MissingReason(StrEnum):

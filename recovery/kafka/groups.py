@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from recovery.errors import KafkaError, RecoveryError, StateError
+from recovery.errors import GroupActive, KafkaError, OffsetOutsideLog, RecoveryError
 from recovery.kafka.admin import (
     Deadline,
     KafkaAdmin,
@@ -50,14 +50,6 @@ class GroupOffsets:
     @property
     def is_active(self) -> bool:
         return self.members > 0 or self.state not in INACTIVE_STATES
-
-
-class GroupActive(StateError):
-    """The group has active members: its offsets cannot be written now."""
-
-
-class OffsetOutsideLog(StateError):
-    """An offset to write is below the log start offset or above the high watermark."""
 
 
 def _state_name(state: object) -> str:

@@ -23,56 +23,10 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from recovery.errors import OffsetSpecError
+from recovery.model import PartitionRange, TopicPattern, TopicSelection
 
 _ITEM = re.compile(r"^(?P<topic>[^:]*)(?::(?P<parts>[0-9]*|[0-9]*-[0-9]*))?$")
 _BARE_PARTS = re.compile(r"^(?:[0-9]+|[0-9]*-[0-9]*)$")
-
-
-@dataclass(frozen=True)
-class PartitionRange:
-    """Partitions ``lo`` (inclusive) up to ``hi`` (exclusive; ``None``: no upper bound)."""
-
-    lo: int = 0
-    hi: int | None = None
-
-    def __contains__(self, partition: object) -> bool:
-        return (
-            isinstance(partition, int) and self.lo <= partition and (self.hi is None or partition < self.hi)
-        )
-
-
-@dataclass(frozen=True)
-class TopicPattern:
-    """A topic regex (matched against the whole name) and the partitions wanted (empty: all)."""
-
-    regex: str
-    partitions: tuple[PartitionRange, ...] = ()
-
-    def matches_topic(self, topic: str) -> bool:
-        return re.fullmatch(self.regex, topic) is not None
-
-    def matches(self, topic: str, partition: int) -> bool:
-        return self.matches_topic(topic) and (
-            not self.partitions or any(partition in r for r in self.partitions)
-        )
-
-
-@dataclass(frozen=True)
-class TopicSelection:
-    """Which partitions to look at: a union of :class:`TopicPattern` items."""
-
-    patterns: tuple[TopicPattern, ...]
-    exclude_internal: bool = False
-
-    def matches(self, topic: str, partition: int, *, internal: bool = False) -> bool:
-        if internal and self.exclude_internal:
-            return False
-        return any(p.matches(topic, partition) for p in self.patterns)
-
-    def matches_topic(self, topic: str, *, internal: bool = False) -> bool:
-        if internal and self.exclude_internal:
-            return False
-        return any(p.matches_topic(topic) for p in self.patterns)
 
 
 def _compile(regex: str, spec: str) -> None:

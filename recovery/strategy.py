@@ -1,0 +1,134 @@
+"""From what the user asked to a :class:`~recovery.model.Strategy` (pure: no IO, no clock).
+
+``repair`` and ``ledger repair`` take the reset strategies of ``kafka-consumer-groups
+--reset-offsets`` (``--to-datetime``, ``--by-duration``, ``--shift-by``, ``--to-offset``,
+``--from-file``) plus ``clamp``. A :class:`StrategyRequest` holds the options as given; a value
+option implies its strategy. :func:`resolve_strategy` checks that they fit together and resolves the
+time- and file-based kinds into per-partition targets through the callables it is handed (the
+Kafka lookup and the file reader are IO, and so is the clock: ``now_ms`` is an argument).
+
+    request = StrategyRequest(by_duration="PT30M")
+    strategy = resolve_strategy(request, now_ms=now, time_targets=lookup, file_targets=read_csv)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from recovery.errors import OffsetSpecError
+from recovery.model import NoMatch, OnBeyondEnd, Strategy, StrategyKind, TopicPartition, TopicSelection
+
+# ISO-8601 durations as kafka-consumer-groups' --by-duration takes them (java.time.Duration.parse,
+# without the sign and fraction forms it also allows): PnDTnHnMnS.
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE)
+# Larger durations reach before the epoch: no Kafka timestamp is that old, so it is a typo.
+MAX_DURATION_MS = 100 * 365 * 24 * 3600 * 1000
+_VALUE_OPTIONS = {
+    StrategyKind.TO_DATETIME: "to_datetime",
+    StrategyKind.BY_DURATION: "by_duration",
+    StrategyKind.SHIFT_BY: "shift_by",
+    StrategyKind.TO_OFFSET: "to_offset",
+    StrategyKind.FROM_FILE: "from_file",
+}
+
+TimeTargets = Callable[[int, NoMatch], Mapping[TopicPartition, int]]
+FileTargets = Callable[[str], Mapping[TopicPartition, int]]
+
+
+def parse_duration_ms(text: str) -> int:
+    """``--by-duration``'s ISO-8601 ``PnDTnHnMnS``, in milliseconds.
+
+    >>> parse_duration_ms("PT1M30S")
+    90000
+    """
+    match = _DURATION.match(text.strip())
+    if not match or text.strip().upper() in ("P", "PT"):
+        raise OffsetSpecError(f"--by-duration {text!r}: expected ISO-8601 like PT30M, P1DT2H or PT90S")
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    ms = int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
+    if ms > MAX_DURATION_MS:
+        raise OffsetSpecError(f"--by-duration {text!r}: longer than 100 years; no record is that old")
+    return ms
+
+
+def parse_datetime_ms(text: str, option: str = "--to-datetime") -> int:
+    """An ISO-8601 date-time (UTC unless it carries an offset) or epoch milliseconds, as ``option``
+    takes it; the words ``earliest``/``latest`` are strategies of their own, not times."""
+    from recovery.kafka.specs import parse_time
+
+    hint = f"{option} {text!r}: give an ISO-8601 date-time such as 2026-11-22T06:00:00Z, or epoch milliseconds"
+    try:
+        timestamp_ms = parse_time(text).timestamp_ms
+    except OffsetSpecError:
+        raise OffsetSpecError(hint) from None
+    if timestamp_ms is None:
+        raise OffsetSpecError(hint)
+    return timestamp_ms
+
+
+@dataclass(frozen=True)
+class StrategyRequest:
+    """The strategy options as the user gave them (None: not given)."""
+
+    kind: StrategyKind | None = None
+    on_beyond_end: OnBeyondEnd | None = None
+    to_datetime: str | None = None
+    by_duration: str | None = None
+    shift_by: int | None = None
+    to_offset: int | None = None
+    from_file: str | None = None
+    no_match: NoMatch = NoMatch.LATEST
+    scope: TopicSelection | None = None
+
+    def chosen_kind(self) -> StrategyKind:
+        """The strategy asked for: ``--strategy``, else the one a value option implies, else clamp."""
+        given = [kind for kind, attr in _VALUE_OPTIONS.items() if getattr(self, attr) is not None]
+        kind = self.kind or (given[0] if len(given) == 1 else StrategyKind.CLAMP)
+        if len(given) > 1 or (given and given[0] is not kind):
+            named = ", ".join(f"--{k.value}" for k in given)
+            raise OffsetSpecError(f"--strategy {kind.value} does not go with {named}")
+        if kind in _VALUE_OPTIONS and getattr(self, _VALUE_OPTIONS[kind]) is None:
+            raise OffsetSpecError(f"--strategy {kind.value} needs --{kind.value} VALUE")
+        if self.on_beyond_end is not None and kind is not StrategyKind.CLAMP:
+            raise OffsetSpecError(f"--on-beyond-end goes with the clamp strategy, not {kind.value}")
+        return kind
+
+    def timestamp_ms(self, now_ms: int) -> int | None:
+        """The time a time-based strategy starts from: ``--to-datetime``, or now minus ``--by-duration``."""
+        if self.to_datetime is not None:
+            return parse_datetime_ms(self.to_datetime)
+        if self.by_duration is not None:
+            return now_ms - parse_duration_ms(self.by_duration)
+        return None
+
+
+def resolve_strategy(
+    request: StrategyRequest,
+    *,
+    now_ms: int,
+    time_targets: TimeTargets,
+    file_targets: FileTargets,
+) -> Strategy:
+    """The :class:`Strategy` ``request`` asks for, with time- and file-based targets resolved.
+
+    Raises :class:`~recovery.errors.OffsetSpecError` (exit 2) naming the options that do not fit.
+    """
+    kind = request.chosen_kind()
+    targets: Mapping[TopicPartition, int] = {}
+    if kind in (StrategyKind.TO_DATETIME, StrategyKind.BY_DURATION):
+        timestamp_ms = request.timestamp_ms(now_ms)
+        assert timestamp_ms is not None  # chosen_kind checked that the value is there
+        targets = time_targets(timestamp_ms, request.no_match)
+    elif kind is StrategyKind.FROM_FILE:
+        assert request.from_file is not None
+        targets = file_targets(request.from_file)
+    return Strategy(
+        kind=kind,
+        on_beyond_end=request.on_beyond_end or OnBeyondEnd.LATEST,
+        shift=request.shift_by or 0,
+        offset=request.to_offset,
+        targets=targets,
+        scope=request.scope,
+    )
