@@ -1,4 +1,6 @@
-# The README's two set-up commands: `make demo` and `make test`. Everything they need is installed here.
+# The README's set-up commands: `make demo`, `make test` (the full suite, on the real rig) and
+# `make check` (lint, types and the tests that need no JVM, in seconds). Everything they need is
+# installed here; `make install` puts `stream-recovery` on PATH.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -6,19 +8,46 @@ JARS   := .cache/jars
 MVN    := mvn -B -q -s jvm/settings.xml
 DEPPLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
-.PHONY: demo test lint jars venv clean
+BINDIR ?= $(HOME)/.local/bin
+
+.PHONY: demo test check test-fast lint typecheck install uninstall jars venv clean
 
 demo: venv jars
 	$(PY) -m recovery.local.demo
 
-test: venv jars lint
+test: venv jars lint typecheck
 	$(PY) -m pytest
+
+# The fast lane: no broker, no Spark, no JVM (tests/conftest.py marks every test that needs the rig
+# `integration`, and fails an unmarked test that starts one anyway), and nothing marked `slow`.
+check: venv lint typecheck
+	$(PY) -m pytest -m "not integration and not slow" -q
+
+test-fast: check
 
 LINTED := $(wildcard recovery tests jobs benchmarks)
 
 lint: venv
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
+
+typecheck: venv
+	$(VENV)/bin/mypy --strict recovery
+
+# `stream-recovery` is installed (editable) in the venv; this links it into $(BINDIR), which is on
+# PATH on most systems (override: make install BINDIR=/somewhere/on/your/PATH).
+install: venv
+	mkdir -p $(BINDIR)
+	ln -sfn $(CURDIR)/$(VENV)/bin/stream-recovery $(BINDIR)/stream-recovery
+	@case ":$$PATH:" in \
+	  *":$(BINDIR):"*) echo "stream-recovery -> $(BINDIR)/stream-recovery" ;; \
+	  *) echo "$(BINDIR) is not on PATH: add it (export PATH=\"$(BINDIR):\$$PATH\") or run $(CURDIR)/$(VENV)/bin/stream-recovery" ;; \
+	esac
+
+uninstall:
+	@if [ "$$(readlink $(BINDIR)/stream-recovery)" = "$(CURDIR)/$(VENV)/bin/stream-recovery" ]; then \
+	  rm $(BINDIR)/stream-recovery && echo "removed $(BINDIR)/stream-recovery"; \
+	else echo "$(BINDIR)/stream-recovery is not this checkout's link: left alone"; fi
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -39,4 +68,4 @@ $(JARS)/%/.complete: jvm/%.pom.xml jvm/settings.xml
 	mv $(JARS)/$*.tmp $(JARS)/$*
 
 clean:
-	rm -rf $(JARS) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(JARS) .pytest_cache .ruff_cache .mypy_cache .hypothesis

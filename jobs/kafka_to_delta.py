@@ -18,17 +18,24 @@ settings under their Java names: ``--spark-kafka-option security.protocol=SASL_S
 from __future__ import annotations
 
 import click
+from _options import kafka_options, run_job
 
-from recovery.cli import run
-from recovery.cli.options import kafka_options
+from recovery.gate import prestart_gate
+from recovery.model import GateMode, Policy
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @kafka_options
 @click.option("--topic", required=True, help="Topic to read.")
-@click.option("--table", required=True, help="Delta table path to append to.")
+@click.option("--table", required=True, help="Delta table path to append to (the query's sink).")
 @click.option("--checkpoint", required=True, help="Checkpoint location of the query.")
-@click.option("--gate", type=click.Choice(["fail", "clamp", "warn"]), default="fail", show_default=True)
+@click.option(
+    "--gate",
+    type=click.Choice([mode.value for mode in GateMode]),
+    default=GateMode.FAIL.value,
+    show_default=True,
+    help="When the checkpoint would not restart cleanly: fail, repair within the budget (clamp), or warn.",
+)
 @click.option(
     "--max-loss-records", type=click.IntRange(min=0), help="clamp (required with it): refuse to lose more."
 )
@@ -53,10 +60,7 @@ def kafka_to_delta(
     local_rig: bool,
 ) -> None:
     """Stream TOPIC into the Delta table TABLE, after the pre-start gate has passed."""
-    from recovery.gate import GateMode, prestart_gate
-    from recovery.model import Policy
-
-    if gate == "clamp" and max_loss_records is None:
+    if gate == GateMode.CLAMP and max_loss_records is None:
         raise click.UsageError("--gate clamp needs --max-loss-records: the most records it may give up")
     source_options = {}
     for item in spark_kafka_options:
@@ -65,11 +69,13 @@ def kafka_to_delta(
             raise click.BadParameter(f"{item!r}: expected KEY=VALUE", param_hint="--spark-kafka-option")
         source_options[f"kafka.{key}"] = value
 
+    # The sink is this job's Delta table: in clamp mode the gate refuses a repair it would skip.
     report = prestart_gate(
         checkpoint,
-        kafka,
+        kafka,  # type: ignore[arg-type]
         mode=GateMode(gate),
-        policy=Policy(max_loss_records=max_loss_records),  # type: ignore[arg-type]
+        policy=Policy(max_loss_records=max_loss_records),
+        sink=table,
     )
     click.echo(f"% gate passed: {'new query' if report is None else 'checkpoint checked'}", err=True)
 
@@ -99,4 +105,4 @@ def kafka_to_delta(
 
 
 if __name__ == "__main__":
-    run(kafka_to_delta, prog_name="kafka_to_delta.py")
+    run_job(kafka_to_delta, prog_name="kafka_to_delta.py")

@@ -4,7 +4,9 @@ Spark commits no offsets to Kafka, so kafka-consumer-groups, Burrow and friends 
 job's lag. This job reads where the checkpoint resumes, compares it with the log end, and
 
 * prints one JSON line per partition (``source, topic, partition, position, log_start, log_end, lag,
-  verdict``) on stdout, for a metrics pipeline; and
+  records_lost, records_lost_upper_bound, verdict``) on stdout, for a metrics pipeline: ``lag`` is
+  log end - position as the checkpoint holds it (a job 20 behind is 20 behind even when retention
+  deleted 10 of those records; ``records_lost`` says how many are gone); and
 * with ``--group NAME``, commits the positions to that consumer group, a monitor-only group with no
   members, so the usual Kafka lag tools show the job (the group is never used to consume).
 
@@ -21,24 +23,27 @@ from __future__ import annotations
 import json
 
 import click
+from _options import kafka_options, run_job
 
-from recovery.cli import run
-from recovery.cli.options import isolation_option, kafka_options
-from recovery.model import OffsetRange, TopicPartition
+from recovery.api import checkpoint_lag
+from recovery.kafka.groups import set_group_offsets
+from recovery.model import Isolation, OffsetRange, TopicPartition
 from recovery.plan import clamp
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("checkpoint")
 @kafka_options
 @click.option("--group", metavar="NAME", help="Also commit the positions to this monitor-only group.")
-@isolation_option("The query's kafka.isolation.level: read_committed measures lag to the last stable offset.")
+@click.option(
+    "--isolation",
+    type=click.Choice([level.value for level in Isolation]),
+    default=Isolation.READ_UNCOMMITTED.value,
+    show_default=True,
+    help="The query's kafka.isolation.level: read_committed measures lag to the last stable offset.",
+)
 def lag_export(checkpoint: str, kafka: object, group: str | None, isolation: str) -> None:
     """Print the Kafka lag of the Spark checkpoint CHECKPOINT as JSON lines."""
-    from recovery.api import checkpoint_lag
-    from recovery.kafka.admin import Isolation
-    from recovery.kafka.groups import set_group_offsets
-
     rows = checkpoint_lag(checkpoint, kafka, isolation=Isolation(isolation))  # type: ignore[arg-type]
     for row in rows:
         line = {
@@ -49,6 +54,8 @@ def lag_export(checkpoint: str, kafka: object, group: str | None, isolation: str
             "log_start": row.log_start,
             "log_end": row.log_end,
             "lag": row.lag,
+            "records_lost": row.records_lost,
+            "records_lost_upper_bound": row.upper_bound,
             "verdict": row.verdict.value,
         }
         click.echo(json.dumps(line))
@@ -66,4 +73,4 @@ def lag_export(checkpoint: str, kafka: object, group: str | None, isolation: str
 
 
 if __name__ == "__main__":
-    run(lag_export, prog_name="lag_export.py")
+    run_job(lag_export, prog_name="lag_export.py")

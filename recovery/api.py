@@ -1,231 +1,64 @@
-"""Use cases: read the checkpoint and the cluster into values, decide with :mod:`recovery.plan`,
-apply through the checkpoint library, return values for the caller to print.
+"""Use cases for a checkpoint's Kafka sources: read the checkpoint and the cluster into values,
+decide with :mod:`recovery.plan`, write through :mod:`recovery.apply`, return values that carry
+their own exit code.
 
-    validate_checkpoint(location, kafka)            -> Report   (never writes)
-    plan_repair(location, kafka, strategy, policy)  -> Plan     (never writes)
-    apply(plan, kafka)                              -> Applied  (backup, atomic rewrite, .crc)
-    starting_offsets(...)                           -> StartingOffsets (Spark startingOffsets JSON)
-
-The topic ids seen by ``apply`` and by the pre-start gate are recorded in
-``<checkpoint>/_recovery/topic-ids.json`` (Spark ignores that directory), so that a later run can
-tell a recreated topic from the old one even where its offsets still look in range.
+    validate_checkpoint(location, kafka)                 -> Report          (never writes)
+    plan_repair(location, kafka, strategy, policy)       -> Plan            (never writes)
+    repair_checkpoint(location, kafka, request, policy)  -> RepairResult    (dry run unless execute=True)
+    starting_offsets(kafka, checkpoint=... | group=... | timestamp_ms=...) -> StartingOffsets
+    checkpoint_lag(location, kafka)                      -> tuple[PartitionLag, ...]
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from recovery.checkpoint import (
-    BackupSet,
-    Checkpoint,
-    Issue,
-    Level,
-    NextRun,
-    OffsetLogEntry,
-    SourceKind,
-    open_checkpoint,
-    rewrite_offsets,
-)
-from recovery.errors import CheckpointInUse, ExitCode, InvalidInput, LossBudgetExceeded, PlanOutdated
-from recovery.kafka.admin import (
-    Isolation,
-    MissingPartition,
-    NoMatch,
-    describe_topics,
-    offset_ranges,
-    offsets_for_time,
-)
+from recovery.apply import DEFAULT_ACTIVE_WITHIN_S, apply, sink_warning
+from recovery.checkpoint import open_checkpoint
+from recovery.errors import InvalidInput, OffsetSpecError
+from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.groups import group_offsets
 from recovery.model import (
-    CheckpointView,
-    ClusterView,
-    Finding,
-    OffsetRange,
+    CheckpointFile,
+    Isolation,
+    NoMatch,
+    OnBeyondEnd,
     Plan,
     Policy,
-    SourcePosition,
     StartingOffset,
     Strategy,
     TopicPartition,
-    Verdict,
+    TopicSelection,
 )
-from recovery.plan import assess, complete_starting_offsets, resume_positions
+from recovery.plan import assess, complete_starting_offsets, resolve_sink, resume_positions
 from recovery.plan import plan_repair as plan_from_values
+from recovery.results import PartitionLag, RepairResult, Report, StartingOffsets
+from recovery.resume import (
+    checkpoint_topics,
+    checkpoint_view,
+    cluster_for,
+    refuse_without_kafka_source,
+    sink_facts,
+)
+from recovery.strategy import StrategyRequest, resolve_strategy
 
-TOPIC_IDS_FILE = "_recovery/topic-ids.json"
-DEFAULT_ACTIVE_WITHIN_S = 300.0
-
-
-@dataclass(frozen=True)
-class Report:
-    """What ``validate`` found: per-partition findings plus checkpoint-level issues."""
-
-    checkpoint: str
-    query_id: str
-    batch_id: int
-    rerun: bool
-    isolation: str
-    findings: tuple[Finding, ...]
-    issues: tuple[Issue, ...] = ()
-    topic_ids: Mapping[str, str] = field(default_factory=dict)  # as the cluster reported them now
-
-    @property
-    def needs_action(self) -> bool:
-        return any(f.needs_action for f in self.findings) or any(i.level is Level.ERROR for i in self.issues)
-
-    @property
-    def exit_code(self) -> ExitCode:
-        if self.needs_action:
-            return ExitCode.ACTION_NEEDED
-        if any(f.verdict is Verdict.TRANSIENT for f in self.findings):
-            return ExitCode.UNREACHABLE
-        return ExitCode.OK
+__all__ = [
+    "PartitionLag",
+    "RepairResult",
+    "Report",
+    "StartingOffsets",
+    "checkpoint_lag",
+    "plan_repair",
+    "repair_checkpoint",
+    "starting_offsets",
+    "validate_checkpoint",
+]
 
 
-@dataclass(frozen=True)
-class Applied:
-    plan: Plan
-    backup: BackupSet | None  # None when nothing needed to change
-    recorded_topic_ids: Mapping[str, str]
-
-
-# -- reading -------------------------------------------------------------------------------------
-
-
-def checkpoint_view(chk: Checkpoint) -> tuple[CheckpointView, tuple[Issue, ...]]:
-    """Where each Kafka source of ``chk`` resumes (spec §5.1-5.2), and what looks wrong in its logs.
-
-    A source whose line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
-    from ``offsets/N-1`` (``startOffsets = offsets[N-1] ++ offsets[N]``), else from its initial
-    offsets ``sources/<i>/0``; a re-run batch starts from ``offsets/N-1`` or ``sources/<i>/0``.
-    """
-    state = chk.restart_state()
-    latest = chk.latest_offsets()
-    rerun = state.next_run is NextRun.RERUN_BATCH or (
-        state.next_run is NextRun.FIRST_BATCH and latest is not None
-    )
-    ids, id_issues = _read_topic_ids(chk)
-    issues = (*state.issues, *id_issues)
-    sources: list[SourcePosition] = []
-    if latest is None:  # nothing planned yet: batch 0 starts from each Kafka source's initial offsets
-        for entry in chk.store.list("sources"):
-            initial = chk.initial_offsets(entry.name) if entry.is_dir else None
-            if initial is not None:
-                sources.append(SourcePosition(entry.name, f"sources/{entry.name}/0", initial.kafka.offsets))
-    else:
-        n = latest.batch_id
-        previous = chk.offsets(n - 1) if n - 1 in chk.offset_batch_ids else None
-        for source in latest.sources:
-            position = _resume(chk, source.source_id, latest, previous, rerun)
-            if position is not None:
-                sources.append(position)
-    view = CheckpointView(
-        location=chk.location,
-        query_id=chk.query_id,
-        batch_id=state.batch_id,
-        rerun=rerun,
-        sources=tuple(sources),
-        recorded_topic_ids=ids,
-    )
-    return view, issues
-
-
-def _kafka_offsets(entry: OffsetLogEntry | None, source_id: str) -> dict[TopicPartition, int] | None:
-    """The Kafka offsets of ``source_id`` in ``entry``; None if absent, ``-`` or not Kafka."""
-    if entry is None:
-        return None
-    try:
-        source = entry.source(source_id)
-    except KeyError:
-        return None
-    return dict(source.kafka.offsets) if source.kind is SourceKind.KAFKA and source.kafka else None
-
-
-def _resume(
-    chk: Checkpoint, source_id: str, latest: OffsetLogEntry, previous: OffsetLogEntry | None, rerun: bool
-) -> SourcePosition | None:
-    n = latest.batch_id
-    here, before = _kafka_offsets(latest, source_id), _kafka_offsets(previous, source_id)
-    initial_file = f"sources/{source_id}/0"
-
-    def initial() -> dict[TopicPartition, int] | None:
-        found = chk.initial_offsets(source_id)
-        return dict(found.kafka.offsets) if found else None
-
-    if not rerun:
-        if here is not None:
-            return SourcePosition(source_id, f"offsets/{n}", here)
-        if before is not None:
-            return SourcePosition(source_id, f"offsets/{n - 1}", before)
-        first = initial()
-        return SourcePosition(source_id, initial_file, first) if first is not None else None
-    if before is not None:
-        start_file, start = f"offsets/{n - 1}", before
-    else:
-        first = initial()
-        if first is None and here is None:
-            return None  # not a Kafka source
-        start_file, start = initial_file, first or {}
-    if here is None:  # no data for this source in batch N: it resumes from its start
-        return SourcePosition(source_id, start_file, start)
-    return SourcePosition(source_id, start_file, start, f"offsets/{n}", here)
-
-
-def cluster_view(kafka: KafkaConfig, topics: Iterable[str], isolation: Isolation) -> ClusterView:
-    """Every partition of every existing topic in ``topics``, with log start and end (HW or LSO)."""
-    infos = describe_topics(kafka, sorted(set(topics)))
-    tps = [TopicPartition(name, p) for name, info in infos.items() if info for p in range(info.partitions)]
-    ranges = offset_ranges(kafka, tps, isolation) if tps else {}
-    partitions: dict[TopicPartition, OffsetRange] = {
-        tp: row.range for tp, row in ranges.items() if not isinstance(row, MissingPartition)
-    }
-    ids = {name: info.topic_id for name, info in infos.items() if info}
-    return ClusterView(partitions, ids)
-
-
-def checkpoint_topics(view: CheckpointView) -> set[str]:
-    return {tp.topic for s in view.sources for tp in (*s.start, *(s.end or {}))}
-
-
-def recorded_topic_ids(chk: Checkpoint) -> dict[str, str]:
-    return _read_topic_ids(chk)[0]
-
-
-def _read_topic_ids(chk: Checkpoint) -> tuple[dict[str, str], tuple[Issue, ...]]:
-    data = chk.store.read(TOPIC_IDS_FILE)
-    if data is None:
-        return {}, ()
-    try:
-        return {str(k): str(v) for k, v in json.loads(data)["topic_ids"].items()}, ()
-    except (ValueError, KeyError, TypeError, AttributeError):
-        # Our own bookkeeping, not Spark's: a damaged file must not block a recovery, but without it
-        # a recreated topic whose offsets look in range goes unnoticed. Say so.
-        message = (
-            f"{chk.store.display(TOPIC_IDS_FILE)} is unreadable: recreated topics cannot be detected "
-            "by topic id; it is rewritten by the next repair --execute"
-        )
-        return {}, (Issue(Level.WARNING, message),)
-
-
-def record_topic_ids(chk: Checkpoint, ids: Mapping[str, str], by: str) -> dict[str, str]:
-    """Remember the topic ids seen now (merged with earlier ones) under ``_recovery/``."""
-    merged, data = _topic_ids_file(chk, ids, by)
-    chk.store.write_atomic(TOPIC_IDS_FILE, data)
-    return merged
-
-
-def _topic_ids_file(chk: Checkpoint, ids: Mapping[str, str], by: str) -> tuple[dict[str, str], bytes]:
-    merged = {**recorded_topic_ids(chk), **ids}
-    body = {"topic_ids": dict(sorted(merged.items())), "recorded_at_ms": int(time.time() * 1000), "by": by}
-    return merged, (json.dumps(body, indent=2) + "\n").encode()
-
-
-# -- use cases -----------------------------------------------------------------------------------
+# -- validate and repair --------------------------------------------------------------------------
 
 
 def validate_checkpoint(
@@ -234,24 +67,29 @@ def validate_checkpoint(
     *,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     storage_options: Mapping[str, Any] | None = None,
+    sink: str | None = None,
 ) -> Report:
     """Compare the position a checkpoint resumes from with what Kafka holds now. Never writes.
+    With ``sink`` (the query's Delta sink table), also say whether it would skip batches.
 
     Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092")).needs_action``
     """
     chk = open_checkpoint(location, storage_options)
     view, issues = checkpoint_view(chk)
-    cluster = cluster_view(kafka, checkpoint_topics(view), isolation)
-    findings = assess(view, cluster)
+    refuse_without_kafka_source(chk, view)
+    view = sink_facts(view, sink, storage_options)
+    cluster = cluster_for(kafka, resolve_sink(view), isolation)
+    warning = sink_warning(chk, sink, (), storage_options) if sink else None
     return Report(
         chk.location,
         view.query_id,
         view.batch_id,
         view.rerun,
-        isolation.value,
-        findings,
+        isolation,
+        assess(view, cluster),
         issues,
         cluster.topic_ids,
+        warning.message if warning else None,
     )
 
 
@@ -263,18 +101,103 @@ def plan_repair(
     *,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     storage_options: Mapping[str, Any] | None = None,
+    sink: str | None = None,
 ) -> Plan:
-    """The repair ``strategy`` (default: follower-style clamp) would make. Never writes.
+    """The repair ``strategy`` (default: follower-style clamp) would make. Never writes. With
+    ``sink`` (the query's Delta sink), a re-run batch the sink already holds is planned as Spark
+    runs it: skipped, the next batch starting from its stored end.
 
     Example: ``plan_repair("/chk", KafkaConfig("localhost:9092"), Strategy(StrategyKind.EARLIEST))``
     """
     chk = open_checkpoint(location, storage_options)
     view, _ = checkpoint_view(chk)
-    plan = plan_from_values(view, cluster_view(kafka, checkpoint_topics(view), isolation), strategy, policy)
-    return replace(plan, isolation=isolation.value)
+    refuse_without_kafka_source(chk, view)
+    view = sink_facts(view, sink, storage_options)
+    cluster = cluster_for(kafka, resolve_sink(view), isolation)
+    return replace(plan_from_values(view, cluster, strategy, policy), isolation=isolation)
 
 
-def time_targets(
+def repair_checkpoint(
+    location: str,
+    kafka: KafkaConfig,
+    strategy: StrategyRequest | Strategy | None = None,
+    policy: Policy | None = None,
+    *,
+    execute: bool = False,
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    storage_options: Mapping[str, Any] | None = None,
+    sink: str | None = None,
+    accept_sink_skip: bool = False,
+    force: bool = False,
+    active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
+    backup_dir: str | None = None,
+) -> RepairResult:
+    """Plan a repair and, with ``execute``, apply it through :func:`recovery.apply.apply` (which
+    refuses, writing nothing, when the checkpoint looks in use, the plan is outdated or over budget,
+    or the Delta ``sink`` would skip the changed batch unless ``accept_sink_skip``).
+
+    ``strategy`` may be a :class:`StrategyRequest` (as the options were given: time and file targets
+    are resolved here) or a ready :class:`Strategy`.
+
+    Example: ``repair_checkpoint("/chk", kafka, Strategy(), Policy(max_loss_records=1000), execute=True)``
+    """
+    if isinstance(strategy, StrategyRequest):
+        strategy = resolve_strategy(
+            strategy,
+            now_ms=int(time.time() * 1000),
+            time_targets=lambda ts, no_match: checkpoint_time_targets(
+                location, kafka, ts, no_match, isolation=isolation, storage_options=storage_options
+            ),
+            file_targets=read_targets_file,
+        )
+    plan = plan_repair(
+        location, kafka, strategy, policy, isolation=isolation, storage_options=storage_options, sink=sink
+    )
+    _refuse_unknown_scope(plan, strategy)
+    if not execute or plan.refused:
+        warning = sink_warning(location, sink, _sink_risky_files(plan), storage_options) if sink else None
+        return RepairResult(plan, False, None, warning.message if warning else None)
+    applied = apply(
+        plan,
+        kafka,
+        storage_options=storage_options,
+        backup_dir=backup_dir,
+        force=force,
+        active_within_s=active_within_s,
+        sink=sink,
+        accept_sink_skip=accept_sink_skip,
+    )
+    warning = sink_warning(location, sink, _sink_risky_files(applied.plan), storage_options) if sink else None
+    return RepairResult(
+        applied.plan,
+        True,
+        applied.backup.id if applied.backup else None,
+        warning.message if warning else None,
+    )
+
+
+def _sink_risky_files(plan: Plan) -> tuple[CheckpointFile, ...]:
+    """The files whose change a sink could skip: a re-run batch the sink holds is skipped whatever
+    its range, so its offsets/N (batch N+1's start, changed on purpose) is not one of them."""
+    skipped = plan.sink_skips_batch
+    return tuple(f for f in plan.files if skipped is None or f != CheckpointFile.offsets(skipped))
+
+
+def _refuse_unknown_scope(plan: Plan, strategy: Strategy | None) -> None:
+    """``--topic`` naming nothing the checkpoint reads is a typo, not "nothing to change"."""
+    scope = strategy.scope if strategy else None
+    if scope is None:
+        return
+    read = {f.tp.topic for f in plan.findings}
+    unmatched = [p.regex for p in scope.patterns if not any(p.matches_topic(t) for t in read)]
+    if unmatched:
+        raise OffsetSpecError(
+            f"--topic {', '.join(unmatched)}: the checkpoint reads no such topic "
+            f"(it reads {', '.join(sorted(read)) or 'none'}). Nothing was written."
+        )
+
+
+def checkpoint_time_targets(
     location: str,
     kafka: KafkaConfig,
     timestamp_ms: int,
@@ -282,139 +205,43 @@ def time_targets(
     *,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     storage_options: Mapping[str, Any] | None = None,
-) -> dict[TopicPartition, int]:
+) -> Mapping[TopicPartition, int]:
     """For ``--to-datetime``/``--by-duration``: the first offset at or after ``timestamp_ms`` in every
     partition of the checkpoint's topics (``no_match`` decides where nothing is that new)."""
     view, _ = checkpoint_view(open_checkpoint(location, storage_options))
-    partitions = sorted(cluster_view(kafka, checkpoint_topics(view), isolation).partitions)
-    found = offsets_for_time(kafka, partitions, timestamp_ms, no_match=no_match, isolation=isolation)
-    return {tp: row.offset for tp, row in found.items() if not isinstance(row, MissingPartition)}
+    partitions = cluster_view(kafka, checkpoint_topics(view), isolation).partitions
+    return time_targets(kafka, partitions, timestamp_ms, no_match, isolation)
 
 
-def apply(
-    plan: Plan,
-    kafka: KafkaConfig,
-    *,
-    storage_options: Mapping[str, Any] | None = None,
-    backup_dir: str | None = None,
-    force: bool = False,
-    active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
-    recorded_by: str = "repair --execute",
-) -> Applied:
-    """Apply ``plan``: refuse if the policy does, or the checkpoint looks in use (unless ``force``);
-    re-plan against offsets read right before writing (retention and producers keep moving them);
-    then back up, rewrite in place (atomic, ``.crc``), and record the ids of the topics that are
-    healthy afterwards.
+def read_targets_file(path: str) -> Mapping[TopicPartition, int]:
+    """``--from-file``: ``topic,partition,offset`` rows (kafka-consumer-groups ``--export``)."""
+    from recovery.kafka.groups import read_offsets_file
 
-    The fresh plan is the one applied (``Applied.plan``). It must touch the same partitions in the
-    same files and pass the same policy, else nothing is written (PlanOutdated, LossBudgetExceeded):
-    a value that moved with the log (a log start after retention, a log end after new records) is
-    taken as it is now, and the budget is checked on it.
-
-    Example: ``apply(plan_repair("/chk", kafka), kafka).backup.id``
-    """
-    if plan.refused:
-        raise LossBudgetExceeded(f"{plan.checkpoint}: repair refused: {plan.refused}. Nothing was written.")
-    chk = open_checkpoint(plan.checkpoint, storage_options)
-    if not force:
-        refuse_if_in_use(chk, active_within_s)
-    view, _ = checkpoint_view(chk)
-    cluster = cluster_view(kafka, checkpoint_topics(view), Isolation(plan.isolation))
-    strategy, policy = plan.made_with or (None, None)
-    fresh = replace(plan_from_values(view, cluster, strategy, policy), isolation=plan.isolation)
-    if fresh.refused:
-        raise LossBudgetExceeded(
-            f"{plan.checkpoint}: repair refused on offsets read just now: {fresh.refused}. "
-            "Nothing was written."
-        )
-    if _touched(fresh) != _touched(plan):
-        raise PlanOutdated(
-            f"{plan.checkpoint}: the checkpoint or the cluster changed since the plan was made "
-            "(partitions or batch files differ); plan the repair again. Nothing was written."
-        )
-    healthy = _healthy_topic_ids(fresh, cluster)
-    if not fresh.changes:
-        return Applied(fresh, None, record_topic_ids(chk, healthy, recorded_by))
-    batches: dict[int, dict[str, dict[TopicPartition, int | None]]] = {}
-    initial: dict[str, dict[TopicPartition, int | None]] = {}
-    for change in fresh.changes:
-        kind, _, rest = change.file.partition("/")
-        if kind == "offsets":
-            batches.setdefault(int(rest), {}).setdefault(change.source_id, {})[change.tp] = change.new
-        else:
-            initial.setdefault(change.source_id, {})[change.tp] = change.new
-    # The id record changes with the offsets, in the same backup set: a restore puts both back.
-    ids, ids_file = _topic_ids_file(chk, healthy, recorded_by)
-    backup = rewrite_offsets(
-        chk,
-        batches,
-        initial=initial,
-        backup_dir=backup_dir,
-        storage_options=storage_options,
-        extra={TOPIC_IDS_FILE: ids_file},
-    )
-    return Applied(fresh, backup, ids)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return read_offsets_file(handle, path)
+    except UnicodeDecodeError as exc:
+        raise OffsetSpecError(
+            f"--from-file {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise OffsetSpecError(f"--from-file {path}: {exc.strerror}") from None
 
 
-def _touched(plan: Plan) -> set[tuple[str, str, TopicPartition, bool]]:
-    return {(c.file, c.source_id, c.tp, c.new is None) for c in plan.changes}
-
-
-def _healthy_topic_ids(plan: Plan, cluster: ClusterView) -> dict[str, str]:
-    """Ids of the topics whose every partition is fine once ``plan`` is applied. A topic left with
-    a problem (out of ``--topic`` scope, say) keeps its old id, so a recreation stays visible."""
-    moved = {(m.source_id, m.tp) for m in plan.moves}
-    troubled = {f.tp.topic for f in plan.findings if f.needs_action and (f.source_id, f.tp) not in moved}
-    return {topic: id_ for topic, id_ in cluster.topic_ids.items() if topic not in troubled}
-
-
-def refuse_if_in_use(chk: Checkpoint, active_within_s: float) -> None:
-    """A running query writes offsets/N before each batch and commits/N after it. If the newest of
-    those was written within ``active_within_s``, assume a query is running: a rewrite under it would
-    be ignored (Spark caches the last batches) or overwritten. An idle running query writes nothing,
-    so this cannot prove a query is stopped: stop the query before repairing."""
-    newest = [f"offsets/{i}" for i in chk.offset_batch_ids[-1:]] + [
-        f"commits/{i}" for i in chk.commit_batch_ids[-1:]
-    ]
-    now = time.time()
-    for rel in newest:
-        try:
-            modified = chk.store.fs.modified(chk.store.full(rel)).timestamp()
-        except (NotImplementedError, OSError, KeyError, AttributeError):
-            continue  # a store that cannot say: nothing to go on
-        age = now - modified
-        if age < active_within_s:
-            raise CheckpointInUse(
-                f"{chk.store.display(rel)} was written {age:.0f}s ago: the query looks like it is running. "
-                f"Stop it first, or pass --force if it is stopped. Nothing was written."
+def export_positions(plan: Plan) -> str:
+    """The positions after ``plan`` as ``topic,partition,offset`` rows (kafka-consumer-groups
+    ``--export``), readable back with ``--from-file``. Partitions the plan drops are left out."""
+    by_tp: dict[TopicPartition, int] = {}
+    for (source_id, tp), offset in resume_positions(plan).items():
+        if by_tp.setdefault(tp, offset) != offset:
+            raise InvalidInput(
+                f"--export: two sources read {tp} at different positions; the CSV cannot say which is "
+                f"which (source {source_id}): use --output json"
             )
+    return "".join(f"{tp.topic},{tp.partition},{o}\n" for tp, o in sorted(by_tp.items()))
 
 
 # -- startingOffsets for a fresh checkpoint ------------------------------------------------------
-
-STARTING_OFFSETS_CAVEATS = (
-    "startingOffsets is read only when the checkpoint location has no offsets yet: start the query "
-    "with a NEW checkpoint location.",
-    "A Delta sink skips batch ids it already committed for the same query id (txn appId = query id): "
-    "do not copy the old checkpoint's metadata file into the new one.",
-    "A file sink keeps its own batch log in <output>/_spark_metadata and skips batch ids it has seen: "
-    "a new checkpoint restarts at batch 0, so write to a new output path.",
-)
-
-
-@dataclass(frozen=True)
-class StartingOffsets:
-    """A complete ``startingOffsets`` for a fresh checkpoint, with where each value came from."""
-
-    rows: tuple[StartingOffset, ...]
-    caveats: tuple[str, ...] = STARTING_OFFSETS_CAVEATS
-
-    def to_json(self) -> str:
-        """Spark's ``startingOffsets`` JSON, compact as Spark writes it: ``{"t":{"0":5,"1":7}}``."""
-        by_topic: dict[str, dict[str, int]] = {}
-        for row in sorted(self.rows, key=lambda r: r.tp):
-            by_topic.setdefault(row.tp.topic, {})[str(row.tp.partition)] = row.offset
-        return json.dumps(by_topic, separators=(",", ":"))
 
 
 def starting_offsets(
@@ -424,49 +251,56 @@ def starting_offsets(
     source_id: str | None = None,
     group: str | None = None,
     timestamp_ms: int | None = None,
-    topics: Iterable[str] = (),
+    topics: TopicSelection | Iterable[str] | None = None,
     no_match: NoMatch = NoMatch.LATEST,
-    on_beyond_end: str = "latest",
+    on_beyond_end: OnBeyondEnd = OnBeyondEnd.LATEST,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     storage_options: Mapping[str, Any] | None = None,
+    sink: str | None = None,
 ) -> StartingOffsets:
     """Spark ``startingOffsets`` listing every partition, from exactly one of: an old checkpoint
     (where it would resume, repaired follower-style), a consumer group's committed offsets, or the
     first offsets at or after a timestamp. The documented way to move a query to a fresh checkpoint.
+    With ``sink`` (and a checkpoint), warn when that Delta sink holds batches of the old query id.
 
     Example: ``starting_offsets(kafka, checkpoint="/old-chk").to_json()``
     """
-    chosen = [x is not None for x in (checkpoint, group, timestamp_ms)]
-    if sum(chosen) != 1:
+    if sum(x is not None for x in (checkpoint, group, timestamp_ms)) != 1:
         raise InvalidInput("give exactly one of a checkpoint, a consumer group or a timestamp")
-    names = set(topics)
+    if (source_id is not None or sink is not None) and checkpoint is None:
+        raise InvalidInput("--source and --sink go with --from-checkpoint")
+    names = _topic_names(kafka, topics)
     if checkpoint is not None:
         chk = open_checkpoint(checkpoint, storage_options)
         view, _ = checkpoint_view(chk)
         ids = [s.source_id for s in view.sources]
-        if source_id is None and len(ids) != 1:
+        chosen = source_id if source_id is not None else (ids[0] if len(ids) == 1 else None)
+        if chosen is None:
             raise InvalidInput(
                 f"{chk.location}: Kafka sources {', '.join(ids) or '(none)'}; choose one with --source"
             )
-        chosen_id = source_id if source_id is not None else ids[0]
-        if chosen_id not in ids:
-            raise InvalidInput(
-                f"{chk.location}: no Kafka source {chosen_id} (has {', '.join(ids) or 'none'})"
-            )
-        view = replace(view, sources=tuple(s for s in view.sources if s.source_id == chosen_id))
+        if chosen not in ids:
+            raise InvalidInput(f"{chk.location}: no Kafka source {chosen} (has {', '.join(ids) or 'none'})")
+        view = replace(view, sources=tuple(s for s in view.sources if s.source_id == chosen))
         names |= checkpoint_topics(view)
-        cluster = cluster_view(kafka, names, isolation)
+        cluster = replace(cluster_for(kafka, view, isolation), **_partitions_of(kafka, names, isolation))
         plan = plan_from_values(view, cluster, Strategy(on_beyond_end=on_beyond_end))
-        return StartingOffsets(
-            complete_starting_offsets(_one_source(resume_positions(plan)), cluster, names, "checkpoint")
-        )
+        positions = {tp: offset for (_, tp), offset in resume_positions(plan).items()}
+        warnings = _old_query_in_sink(sink, chk.query_id) if sink else ()
+        completed = complete_starting_offsets(positions, cluster, names, "checkpoint")
+        return StartingOffsets(_with_loss(completed, plan), warnings=warnings)
     if not names:
         raise InvalidInput("name the topics the query reads with --topic")
     cluster = cluster_view(kafka, names, isolation)
     if group is not None:
+        from recovery.kafka.groups import group_offsets
+
         committed = group_offsets(kafka, group).offsets
         return StartingOffsets(complete_starting_offsets(committed, cluster, names, f"group {group}"))
     assert timestamp_ms is not None
+    from recovery.kafka.offsets import offsets_for_time
+    from recovery.kafka.values import MissingPartition
+
     found = offsets_for_time(
         kafka, sorted(cluster.partitions), timestamp_ms, no_match=no_match, isolation=isolation
     )
@@ -479,29 +313,54 @@ def starting_offsets(
     return StartingOffsets(tuple(rows))
 
 
+def _partitions_of(kafka: KafkaConfig, names: set[str], isolation: Isolation) -> dict[str, Any]:
+    """Every partition of ``names`` (the checkpoint's topics and those ``--topic`` added)."""
+    whole = cluster_view(kafka, names, isolation)
+    return {"partitions": whole.partitions, "topic_ids": whole.topic_ids}
+
+
+def _with_loss(rows: tuple[StartingOffset, ...], plan: Plan) -> tuple[StartingOffset, ...]:
+    """Each row with what moving the checkpoint's position there costs (the repair's accounting)."""
+    moves = {m.tp: m for m in plan.moves}
+    out = []
+    for row in rows:
+        move = moves.get(row.tp)
+        if move is None or move.new != row.offset or not (move.lost or move.skipped):
+            out.append(row)
+            continue
+        bound = "at most " if move.upper_bound else ""
+        cost = f"checkpoint position {move.old}: {bound}{move.lost} records lost, {move.skipped} skipped"
+        note = f"{row.note}; {cost}" if row.note else cost
+        out.append(replace(row, note=note, lost=move.lost, skipped=move.skipped))
+    return tuple(out)
+
+
+def _topic_names(kafka: KafkaConfig, topics: TopicSelection | Iterable[str] | None) -> set[str]:
+    """The cluster's topics that ``--topic`` names (each item a regex matching whole names)."""
+    if topics is None:
+        return set()
+    if not isinstance(topics, TopicSelection):
+        return set(topics)
+    found = topics_matching(kafka, topics)
+    unmatched = [p.regex for p in topics.patterns if not any(p.matches_topic(t) for t in found)]
+    if unmatched:
+        raise OffsetSpecError(f"--topic {', '.join(unmatched)}: no such topic on the cluster")
+    return set(found)
+
+
+def _old_query_in_sink(sink: str, query_id: str) -> tuple[str, ...]:
+    from recovery.delta.log import app_transaction_version
+
+    held = app_transaction_version(sink, query_id)
+    if held is None:
+        return ()
+    return (
+        f"Delta sink {sink} holds batches up to {held} for query id {query_id} (the old checkpoint's): a new "
+        "checkpoint that reused that id would have them skipped; do not copy its metadata file",
+    )
+
+
 # -- lag ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PartitionLag:
-    """How far a checkpoint is behind: ``lag`` = log end - position (None when it cannot be said)."""
-
-    source_id: str
-    tp: TopicPartition
-    position: int | None
-    log_start: int | None
-    log_end: int | None
-    verdict: Verdict
-
-    @property
-    def lag(self) -> int | None:
-        if self.position is None or self.log_end is None:
-            return None
-        return max(0, self.log_end - max(self.position, self.log_start or 0))
-
-
-def _one_source(positions: Mapping[tuple[str, TopicPartition], int]) -> dict[TopicPartition, int]:
-    return {tp: offset for (_, tp), offset in positions.items()}
 
 
 def checkpoint_lag(
@@ -524,6 +383,8 @@ def checkpoint_lag(
             f.available.start if f.available else None,
             f.available.end if f.available else None,
             f.verdict,
+            records_lost=f.records_lost,
+            upper_bound=f.upper_bound,
         )
         for f in report.findings
     )

@@ -170,7 +170,9 @@ class Verdict(StrEnum):
     PARTITION_GONE = "PARTITION_GONE"  # the topic exists, this partition does not
     NEW_PARTITION = "NEW_PARTITION"  # the topic has a partition the checkpoint does not know
     TOPIC_GONE = "TOPIC_GONE"  # the topic does not exist
-    TOPIC_RECREATED = "TOPIC_RECREATED"  # topic id differs from the one recorded by an earlier run
+    TOPIC_RECREATED = "TOPIC_RECREATED"  # deleted and created again: id changed, fewer partitions,
+    # a stored end below its start, or a record below the position newer than the batch that read it
+    OPEN_TRANSACTION = "OPEN_TRANSACTION"  # read_committed: position past the LSO, within the HWM
     TRANSIENT = "TRANSIENT"  # offsets could not be read now; retry before deciding anything
 
 
@@ -193,10 +195,23 @@ class SourcePosition:
     """
 
     source_id: str
-    start_file: str
+    start_file: CheckpointFile
     start: Mapping[TopicPartition, int]
-    end_file: str | None = None
+    end_file: CheckpointFile | None = None
     end: Mapping[TopicPartition, int] | None = None
+    # batchTimestampMs of the batch whose end ``start`` is (offsets/N's metadata line): every record
+    # below ``start`` was in Kafka by then. None for sources/<i>/0 (no batch read anything yet).
+    start_read_by_ms: int | None = None
+    end_read_by_ms: int | None = None  # the same for ``end`` (offsets/N of a re-run batch)
+
+
+@dataclass(frozen=True)
+class SinkFacts:
+    """What the query's sink holds, as far as a re-run batch is concerned. For a Delta sink,
+    ``committed_batch`` is the table's ``txn`` version for the query id (None: it never wrote)."""
+
+    table: str
+    committed_batch: int | None
 
 
 @dataclass(frozen=True)
@@ -209,6 +224,7 @@ class CheckpointView:
     rerun: bool  # True when that batch is an uncommitted batch re-run over its stored range
     sources: tuple[SourcePosition, ...]
     recorded_topic_ids: Mapping[str, str] = field(default_factory=dict)  # from <checkpoint>/_recovery/
+    sink: SinkFacts | None = None  # None: the sink is not known (the outcome of a re-run may depend on it)
 
 
 @dataclass(frozen=True)
@@ -218,6 +234,13 @@ class ClusterView:
     partitions: Mapping[TopicPartition, OffsetRange]  # every partition of every existing topic asked
     topic_ids: Mapping[str, str] = field(default_factory=dict)
     unavailable: frozenset[TopicPartition] = frozenset()  # offsets not readable now (transient)
+    isolation: Isolation = Isolation.READ_UNCOMMITTED  # the reader ``partitions``' ends are for
+    # read_committed only: each partition's high watermark (``partitions`` end at the last stable offset)
+    high_watermarks: Mapping[TopicPartition, int] = field(default_factory=dict)
+    # Recreation evidence: the first offset whose record is newer than the batch that read up to the
+    # source's position (``SourcePosition.start_read_by_ms``); the log end when no record is that
+    # new; absent: not looked up
+    newer_than_read: Mapping[tuple[str, TopicPartition], int] = field(default_factory=dict)
 
     def topics(self) -> frozenset[str]:
         return frozenset(tp.topic for tp in self.partitions) | frozenset(tp.topic for tp in self.unavailable)
@@ -242,10 +265,16 @@ class Finding:
     spark_error: str | None = None
     silently_skipped: int = 0
     detail: str = ""
+    # read_committed: losses counted in offsets include aborted records and transaction markers
+    upper_bound: bool = False
+    notes: tuple[str, ...] = ()  # what the outcome depends on, what cannot be told
 
     @property
     def needs_action(self) -> bool:
-        return self.spark_error is not None or self.verdict is Verdict.TOPIC_RECREATED
+        return self.spark_error is not None or self.verdict in (
+            Verdict.TOPIC_RECREATED,
+            Verdict.OPEN_TRANSACTION,
+        )
 
 
 class StrategyKind(StrEnum):
@@ -309,13 +338,15 @@ class Move:
     skipped: int = 0
     replayed: int = 0
     reason: str = ""
+    lost_unknown: bool = False  # a recreated topic: the old topic's unread records cannot be counted
+    upper_bound: bool = False  # read_committed: lost/skipped counted in offsets (markers, aborted)
 
 
 @dataclass(frozen=True)
 class OffsetChange:
-    """One value in one file: ``file`` is ``offsets/N`` or ``sources/<i>/0``."""
+    """One value in one file (``offsets/N`` or ``sources/<i>/0``)."""
 
-    file: str
+    file: CheckpointFile
     source_id: str
     tp: TopicPartition
     old: int | None
@@ -337,7 +368,15 @@ class Plan:
     refused: str | None = None  # why the policy refuses this plan; None = allowed
     # What the plan was made with, so that applying it can re-plan against fresh offsets and compare.
     made_with: tuple[Strategy, Policy] | None = field(default=None, compare=False)
-    isolation: str = "read_uncommitted"
+    isolation: Isolation = Isolation.READ_UNCOMMITTED
+    sink: SinkFacts | None = None  # the sink facts the plan was made with (re-plan with the same)
+
+    @property
+    def sink_skips_batch(self) -> int | None:
+        """The re-run batch Spark skips because the sink holds it (its offsets/N is then batch
+        N+1's start, and changing it is intended), or None."""
+        held = self.sink.committed_batch if self.sink else None
+        return self.batch_id if self.rerun and held is not None and held >= self.batch_id else None
 
     @property
     def lost(self) -> int:
@@ -352,13 +391,16 @@ class Plan:
         return sum(m.replayed for m in self.moves)
 
     @property
-    def files(self) -> tuple[str, ...]:
-        return tuple(sorted({c.file for c in self.changes}, key=_file_order))
+    def lost_unknown(self) -> bool:
+        return any(m.lost_unknown for m in self.moves)
 
+    @property
+    def upper_bound(self) -> bool:
+        return any(m.upper_bound and (m.lost or m.skipped) for m in self.moves)
 
-def _file_order(file: str) -> tuple[int, int, str]:
-    kind, _, rest = file.partition("/")
-    return (0 if kind == "sources" else 1, int(rest) if rest.isdigit() else -1, file)
+    @property
+    def files(self) -> tuple[CheckpointFile, ...]:
+        return tuple(sorted({c.file for c in self.changes}))
 
 
 @dataclass(frozen=True)
@@ -369,3 +411,5 @@ class StartingOffset:
     offset: int
     origin: str  # "checkpoint", "group", "timestamp", "log start (not in the group)", ...
     note: str = ""
+    lost: int = 0  # records between the old position and this offset that are gone
+    skipped: int = 0  # records still in Kafka between the old position and this offset, never read

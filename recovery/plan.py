@@ -19,6 +19,7 @@ monotonically, keeping start <= end.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from recovery.model import (
     ADDED_NOT_FROM_ZERO,
@@ -28,6 +29,7 @@ from recovery.model import (
     CheckpointView,
     ClusterView,
     Finding,
+    Isolation,
     Move,
     OffsetChange,
     OffsetRange,
@@ -48,16 +50,131 @@ def clamp(offset: int, available: OffsetRange) -> int:
 
 
 # -- findings ------------------------------------------------------------------------------------
+#
+# The model of Spark's restart (Spark 4.x, connector kafka-0-10-sql), per source and partition:
+#
+# 1. Which batch runs, from where (MicroBatchExecution.populateStartOffsets): after a committed batch
+#    N, batch N+1 runs from offsets/N up to the latest offsets (KafkaMicroBatchStream.latestOffset ->
+#    KafkaOffsetReaderAdmin.fetchLatestOffsets, which re-lists a few times when an offset is below
+#    the known one, then takes what it got). An uncommitted batch N is re-run from offsets/N-1 (or
+#    sources/<i>/0) up to the STORED offsets/N, without asking Kafka for the latest.
+# 2. The sink first (MicroBatchExecution.runBatch -> DeltaSink.addBatch): a Delta sink whose ``txn``
+#    for the query id is >= N returns before the batch's plan is executed ("Skipping already complete
+#    epoch"), so the Kafka ranges of a re-run batch it holds are never planned nor read; batch N+1
+#    then runs from offsets/N. (Verified on the rig in tests/integration/test_spark_shapes.py.)
+# 3. Range checks before any read (KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets, in this
+#    order): an added partition not starting at 0 (ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO);
+#    a partition in ``from`` but not in ``until`` (PARTITIONS_DELETED); ``until < from``
+#    (PARTITION_OFFSET_CHANGED). With failOnDataLoss=false each is a warning: a deleted partition is
+#    dropped, an ``until < from`` range is dropped (KafkaOffsetRangeCalculator keeps size > 0 only)
+#    and the next batch starts at ``until``.
+# 4. The read (KafkaSourceRDD -> KafkaDataConsumer.get): an offset below the log start or at/after
+#    the log end fails with COULD_NOT_READ_OFFSET_RANGE; with failOnDataLoss=false
+#    (getEarliestAvailableOffsetBetween) it jumps to the log start, or drops the range when nothing of
+#    it is left, and the next batch starts at the range's end.
+#
+# ``silently_skipped`` is what step 3/4 skip with failOnDataLoss=false, as of now: records below
+# the log start it jumps over (gone), plus records now in the partition it will never read.
+#
+# 5. Recreation evidence (Spark itself sees none): a topic id that changed since ``repair`` or the
+#    gate recorded it; fewer partitions; a re-run's stored end below its start with the log now past
+#    it; or a record below the position newer than the batch that read up to it (constructNextBatch
+#    takes batchTimestampMs AFTER latestOffset, so every record below offsets/N was in Kafka by then).
+#
+# Sources read (Spark 4.x / master, Delta 4.x): apache/spark connector/kafka-0-10-sql
+# KafkaOffsetReaderAdmin.scala (fetchLatestOffsets' incorrect-offsets retry,
+# getOffsetRangesFromResolvedOffsets), KafkaDataConsumer.scala (get / getEarliestAvailableOffsetBetween:
+# "[offset, untilOffset) and [earliestOffset, latestOffset) have no overlap" -> UNKNOWN_OFFSET, the
+# range is skipped), KafkaMicroBatchStream.scala (planInputPartitions -> the above with
+# reportDataLoss = failOnDataLoss ? throw : warn); sql/core MicroBatchExecution.scala
+# (populateStartOffsets, constructNextBatch, runBatch); delta-io/delta DeltaSink.scala (addBatch:
+# ``if (txn.txnVersion(queryId) >= batchId) { "Skipping already complete epoch"; return }``).
 
 
 def assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
-    """Every partition of every Kafka source, sorted by source, topic and partition."""
+    """Every partition of every Kafka source, sorted by source, topic and partition.
+
+    A re-run batch that ``view.sink`` already holds is judged as Spark runs it: skipped by the
+    sink, the next batch starting from its stored end. When the sink is not known and the outcome
+    would differ, each such finding says so in ``notes``."""
+    effective = resolve_sink(view)
+    findings = _assess(effective, cluster)
+    if effective is not view:
+        note = (
+            f"sink {view.sink.table if view.sink else ''} already holds batch {view.batch_id}: Spark "
+            f"skips it without reading Kafka and runs batch {view.batch_id + 1} from offsets/{view.batch_id}"
+        )
+        return tuple(replace(f, notes=(*f.notes, note)) for f in findings)
+    if not view.rerun or view.sink is not None:
+        return findings
+    alternative = {(f.source_id, f.tp): f for f in _assess(after_sink_skip(view), cluster)}
+    out = []
+    for f in findings:
+        alt = alternative.get((f.source_id, f.tp))
+        if alt is not None and _outcome(alt) != _outcome(f):
+            note = (
+                f"depends on the sink: if it already holds batch {view.batch_id} (a crash between the "
+                f"sink's commit and commits/{view.batch_id}; a Delta sink's txn for the query id), Spark "
+                f"skips that batch and then {_describe_outcome(alt)}; give --sink to know"
+            )
+            f = replace(f, notes=(*f.notes, note))
+        out.append(f)
+    return tuple(out)
+
+
+def resolve_sink(view: CheckpointView) -> CheckpointView:
+    """The view Spark actually resumes from: a re-run batch the sink already holds is skipped."""
+    held = view.sink.committed_batch if view.sink else None
+    if view.rerun and held is not None and held >= view.batch_id:
+        return after_sink_skip(view)
+    return view
+
+
+def after_sink_skip(view: CheckpointView) -> CheckpointView:
+    """``view`` as if the uncommitted batch N were committed: batch N+1 runs from offsets/N."""
+    sources = tuple(
+        replace(
+            s,
+            start_file=s.end_file,
+            start=s.end,
+            end_file=None,
+            end=None,
+            start_read_by_ms=s.end_read_by_ms,
+            end_read_by_ms=None,
+        )
+        if s.end is not None and s.end_file is not None
+        else s
+        for s in view.sources
+    )
+    return replace(view, batch_id=view.batch_id + 1, rerun=False, sources=sources)
+
+
+def _outcome(f: Finding) -> tuple[object, ...]:
+    return (f.verdict, f.spark_error, f.records_lost, f.silently_skipped)
+
+
+def _describe_outcome(f: Finding) -> str:
+    if f.spark_error:
+        return f"fails with {f.spark_error} ({f.verdict.value})"
+    if f.silently_skipped:
+        return f"silently skips {f.silently_skipped} records ({f.verdict.value})"
+    return f"runs ({f.verdict.value})"
+
+
+def _assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
     findings: list[Finding] = []
     existing = cluster.topics()
     for source in view.sources:
         known = set(source.start) | set(source.end or {})
+        # Kafka never removes partitions: a topic with fewer partitions than the checkpoint knows
+        # was deleted and created again, so every partition of it holds new records.
+        shrunk = {
+            tp.topic
+            for tp in known
+            if tp.topic in existing and tp not in cluster.partitions and tp not in cluster.unavailable
+        }
         for tp in sorted(known):
-            findings.append(_judge(source, tp, view, cluster, existing))
+            findings.append(_judge(source, tp, view, cluster, existing, shrunk))
         for topic in sorted({tp.topic for tp in known} & existing):
             for tp in sorted(t for t in cluster.partitions if t.topic == topic and t not in known):
                 findings.append(_new_partition(source, tp, cluster.partitions[tp]))
@@ -70,83 +187,211 @@ def _judge(
     view: CheckpointView,
     cluster: ClusterView,
     existing: frozenset[str],
+    shrunk: set[str],
 ) -> Finding:
     position = source.start.get(tp)
     batch_end = (source.end or {}).get(tp)
-    base = {"source_id": source.source_id, "tp": tp, "position": position, "batch_end": batch_end}
+    base = Finding(source.source_id, tp, Verdict.OK, position, batch_end, available=None)
     if tp.topic not in existing:
-        return Finding(
-            **base,
+        return replace(
+            base,
             verdict=Verdict.TOPIC_GONE,
             available=None,
             spark_error=PARTITIONS_DELETED,
             detail=f"topic {tp.topic} does not exist",
         )
     if tp in cluster.unavailable:
-        return Finding(
-            **base,
+        return replace(
+            base,
             verdict=Verdict.TRANSIENT,
             available=None,
             detail="offsets not available now (leader change?); retry before deciding",
         )
     available = cluster.partitions.get(tp)
+    count = sum(1 for t in cluster.partitions if t.topic == tp.topic)
     if available is None:
-        return Finding(
-            **base,
+        return replace(
+            base,
             verdict=Verdict.PARTITION_GONE,
             available=None,
             spark_error=PARTITIONS_DELETED,
-            detail=f"topic {tp.topic} has no partition {tp.partition} any more",
+            detail=f"topic {tp.topic} has no partition {tp.partition} any more (it has {count}): Kafka "
+            "never removes partitions, so the topic was deleted and recreated",
         )
     if position is None:  # only in the stored end of a re-run batch: Spark treats it as added
         return _new_partition(source, tp, available, batch_end=batch_end)
 
-    recorded, current = view.recorded_topic_ids.get(tp.topic), cluster.topic_ids.get(tp.topic)
-    recreated = recorded is not None and current is not None and recorded != current
-    lost = max(0, available.start - position)
-    if position > available.end:
-        error = COULD_NOT_READ if view.rerun else OFFSET_CHANGED
-        verdict = Verdict.TOPIC_RECREATED if recreated else Verdict.BEYOND_LOG_END
-        detail = (
-            f"position {position} is past the log end {available.end}: topic recreated or log truncated; "
-            f"the {available.size} records now in the partition would not be read"
-        )
-        return Finding(**base, verdict=verdict, available=available, spark_error=error, detail=detail)
-    if lost:
-        verdict = Verdict.TOPIC_RECREATED if recreated else Verdict.BELOW_LOG_START
-        detail = f"records [{position}, {available.start}) were deleted before the job read them"
-        return Finding(
-            **base,
-            verdict=verdict,
+    rerun = view.rerun and source.end is not None
+    if rerun and tp not in (source.end or {}):
+        # getOffsetRangesFromResolvedOffsets: in ``from`` but not in the stored ``until``
+        return replace(
+            base,
             available=available,
+            verdict=Verdict.PARTITION_GONE,
+            spark_error=PARTITIONS_DELETED,
+            detail=f"batch {view.batch_id}'s stored end has no offset for this partition",
+        )
+    if rerun and batch_end == position:
+        rerun = False  # an empty range: nothing is read, batch N+1 runs from here as after a commit
+    evidence = _recreation_evidence(source, tp, position, batch_end if rerun else None, view, cluster, shrunk)
+    f = _range_and_read(base, available, position, batch_end if rerun else None, view, cluster)
+    if evidence:
+        skipped = f.silently_skipped
+        if f.spark_error is None and available.start <= position <= available.end:
+            skipped = position - available.start  # the new topic's records below the position
+        f = replace(
+            f,
+            verdict=Verdict.TOPIC_RECREATED,
+            silently_skipped=skipped,
+            detail=f"{evidence}; the old topic's unread records are lost (their number cannot be known)"
+            + (
+                f"; Spark would silently skip the new topic's {skipped} records below {position}"
+                if f.spark_error is None
+                else f"; {f.detail}"
+            ),
+        )
+    elif (
+        f.verdict is Verdict.OK
+        and tp.topic not in view.recorded_topic_ids
+        and ((source.source_id, tp) not in cluster.newer_than_read)
+    ):
+        f = replace(
+            f,
+            notes=(
+                f"topic ids never recorded for {tp.topic} and no record timestamps to compare: a topic "
+                "recreated with at least as many records cannot be told apart (run `repair --execute` "
+                "once while healthy to record the ids)",
+            ),
+        )
+    upper = cluster.isolation is Isolation.READ_COMMITTED and bool(f.records_lost or f.silently_skipped)
+    return replace(f, upper_bound=upper)
+
+
+def _recreation_evidence(
+    source: SourcePosition,
+    tp: TopicPartition,
+    position: int,
+    batch_end: int | None,
+    view: CheckpointView,
+    cluster: ClusterView,
+    shrunk: set[str],
+) -> str:
+    """Why the partition's records are not the ones the checkpoint was reading ("" when nothing says so)."""
+    recorded, current = view.recorded_topic_ids.get(tp.topic), cluster.topic_ids.get(tp.topic)
+    if recorded is not None and current is not None and recorded != current:
+        return f"topic id changed from {recorded} to {current}: the topic was recreated"
+    if tp.topic in shrunk:
+        count = sum(1 for t in cluster.partitions if t.topic == tp.topic)
+        return (
+            f"topic {tp.topic} has {count} partitions, fewer than the checkpoint knows: Kafka never "
+            "removes partitions, so it was deleted and recreated"
+        )
+    available = cluster.partitions[tp]
+    if batch_end is not None and batch_end < position <= available.end:
+        return (
+            f"the stored end {batch_end} of batch {view.batch_id} is below its start {position}, yet the "
+            f"log now reaches {available.end}: the log was rewritten"
+        )
+    newer = cluster.newer_than_read.get((source.source_id, tp))
+    if newer is not None and available.start <= newer < min(position, available.end):
+        return (
+            f"record {newer}, below the position {position}, is newer than the batch that read up to "
+            f"the position ({source.start_read_by_ms} ms): the topic was rewritten after it was read"
+        )
+    return ""
+
+
+def _range_and_read(
+    base: Finding,
+    available: OffsetRange,
+    position: int,
+    batch_end: int | None,
+    view: CheckpointView,
+    cluster: ClusterView,
+) -> Finding:
+    """Steps 3 and 4 of the model for one partition Spark knows: ``batch_end`` is the stored end of
+    a re-run batch, None when a new batch runs up to the latest offset (the log end here)."""
+    f = replace(base, available=available)
+    until = available.end if batch_end is None else batch_end
+    hwm = cluster.high_watermarks.get(base.tp)
+    open_txn = cluster.isolation is Isolation.READ_COMMITTED and hwm is not None
+    open_txn = open_txn and available.end < position <= (hwm or 0)
+    if until < position:  # step 3: PARTITION_OFFSET_CHANGED; with failOnDataLoss=false dropped
+        if open_txn and batch_end is None:
+            return replace(
+                f,
+                verdict=Verdict.OPEN_TRANSACTION,
+                spark_error=OFFSET_CHANGED,
+                detail=(
+                    f"position {position} is past the last stable offset {available.end} but within the "
+                    f"high watermark {hwm}: a transaction is open. Wait for it to end or abort it "
+                    f"(kafka-transactions.sh); moving back to {available.end} re-reads up to "
+                    f"{position - available.end} records, it skips none"
+                ),
+            )
+        skipped = _skipped_from(until, available)
+        where = (
+            f"the stored end {batch_end} of batch {view.batch_id} is below its start {position} (Spark "
+            "already failed on this batch once)"
+            if batch_end is not None
+            else f"position {position} is past the log end {available.end}: topic recreated or log truncated"
+        )
+        verdict = Verdict.BEYOND_LOG_END if position > available.end else Verdict.TOPIC_RECREATED
+        return replace(
+            f,
+            verdict=verdict,
+            spark_error=OFFSET_CHANGED,
+            silently_skipped=skipped,
+            detail=f"{where}; with failOnDataLoss=false the batch's range is dropped and the {skipped} "
+            f"records {_skipped_where(until, available)} would not be read",
+        )
+    lost = max(0, available.start - position)
+    if lost:  # step 4: the read starts below the log start
+        return replace(
+            f,
+            verdict=Verdict.BELOW_LOG_START,
             records_lost=lost,
             spark_error=COULD_NOT_READ,
             silently_skipped=lost,
-            detail=detail,
+            detail=f"records [{position}, {available.start}) were deleted before the job read them",
         )
-    if batch_end is not None and batch_end > available.end:
-        detail = f"the stored end {batch_end} of batch {view.batch_id} is past the log end {available.end}"
-        return Finding(
-            **base,
-            verdict=Verdict.BEYOND_LOG_END,
-            available=available,
+    if batch_end is None:
+        return f  # position within the log: OK
+    if position >= available.end and position < batch_end:  # the re-run reads from past the log end
+        return replace(
+            f,
+            verdict=Verdict.OPEN_TRANSACTION if open_txn else Verdict.BEYOND_LOG_END,
             spark_error=COULD_NOT_READ,
-            detail=detail,
+            silently_skipped=available.size,
+            detail=f"position {position} is past the log end {available.end}: topic recreated or log "
+            f"truncated; the {available.size} records now in the partition would not be read",
         )
-    if recreated:
-        unread = position - available.start
-        detail = (
-            f"topic id changed from {recorded} to {current}: Spark cannot see this and would silently "
-            f"skip the new topic's {unread} records below {position}"
+    if batch_end > available.end:
+        return replace(
+            f,
+            verdict=Verdict.BEYOND_LOG_END,
+            spark_error=COULD_NOT_READ,
+            detail=f"the stored end {batch_end} of batch {view.batch_id} is past the log end {available.end}",
         )
-        return Finding(
-            **base,
-            verdict=Verdict.TOPIC_RECREATED,
-            available=available,
-            silently_skipped=unread,
-            detail=detail,
-        )
-    return Finding(**base, verdict=Verdict.OK, available=available)
+    return f
+
+
+def _skipped_from(offset: int, available: OffsetRange) -> int:
+    """Records a NEW batch starting at ``offset`` never reads with failOnDataLoss=false: the ones
+    below ``offset`` now in the log (past the log end: the latest offset is below it again, that
+    range is dropped too, and Spark continues from the latest: every record now in the log), or
+    the offsets below the log start it jumps over."""
+    if offset > available.end:
+        return available.size
+    if offset < available.start:
+        return available.start - offset
+    return offset - available.start
+
+
+def _skipped_where(offset: int, available: OffsetRange) -> str:
+    if offset > available.end or offset >= available.start:
+        return f"[{available.start}, {min(offset, available.end)})"
+    return f"[{offset}, {available.start}) (gone)"
 
 
 def _new_partition(
@@ -191,6 +436,7 @@ def plan_repair(
     against ``policy`` (default: no loss budget)."""
     strategy, policy = strategy or Strategy(), policy or Policy()
     findings = assess(view, cluster)
+    original, view = view, resolve_sink(view)  # a re-run batch the sink holds is skipped
     moves = tuple(m for f in findings if strategy.covers(f.tp) for m in _move(f, strategy))
     transient = [str(f.tp) for f in findings if f.verdict is Verdict.TRANSIENT and strategy.covers(f.tp)]
     refused = (
@@ -204,14 +450,15 @@ def plan_repair(
     return Plan(
         checkpoint=view.location,
         query_id=view.query_id,
-        batch_id=view.batch_id,
-        rerun=view.rerun,
+        batch_id=original.batch_id,
+        rerun=original.rerun,
         strategy=strategy.describe(),
         findings=findings,
         moves=moves,
         changes=changes,
         refused=refused,
         made_with=(strategy, policy),
+        sink=original.sink,
     )
 
 
@@ -226,7 +473,9 @@ def _target(finding: Finding, strategy: Strategy) -> int | None:
         if old is None or finding.verdict is Verdict.OK:
             return None
         if finding.verdict is Verdict.TOPIC_RECREATED:
-            return available.start  # the recorded id proves the data are new: read them all
+            return available.start  # the evidence says the data are new: read them all
+        if finding.verdict is Verdict.OPEN_TRANSACTION:
+            return available.end  # the last stable offset: re-reads, skips nothing
         if old > available.end:
             return available.end if strategy.on_beyond_end is OnBeyondEnd.LATEST else available.start
         return clamp(old, available)  # unchanged when only a re-run batch's stored end is too far
@@ -244,11 +493,17 @@ def _target(finding: Finding, strategy: Strategy) -> int | None:
 
 
 def _move(finding: Finding, strategy: Strategy) -> Iterable[Move]:
-    base = {"source_id": finding.source_id, "tp": finding.tp, "verdict": finding.verdict}
+    base = Move(
+        finding.source_id,
+        finding.tp,
+        finding.verdict,
+        old=finding.position,
+        new=None,
+        lost_unknown=finding.verdict in (Verdict.TOPIC_RECREATED, Verdict.PARTITION_GONE),
+        upper_bound=finding.upper_bound,
+    )
     if finding.verdict in (Verdict.TOPIC_GONE, Verdict.PARTITION_GONE):
-        yield Move(
-            **base, old=finding.position, new=None, reason=finding.detail + ": drop it from the checkpoint"
-        )
+        yield replace(base, reason=finding.detail + ": drop it from the checkpoint")
         return
     if finding.verdict is Verdict.TRANSIENT:
         return
@@ -257,15 +512,25 @@ def _move(finding: Finding, strategy: Strategy) -> Iterable[Move]:
     assert available is not None
     if new is None or (new == old and (finding.batch_end is None or finding.batch_end <= available.end)):
         return
+    if finding.verdict is Verdict.OPEN_TRANSACTION and old is not None and new <= old:
+        yield replace(
+            base,
+            old=old,
+            new=new,
+            skipped=max(0, new - max(old, available.start)) if new > old else 0,
+            replayed=max(0, old - new),
+            reason=f"{finding.detail}; up to {max(0, old - new)} duplicates if the transaction commits",
+        )
+        return
     if old is None:
         skipped = new - available.start
-        yield Move(**base, old=None, new=new, lost=available.start, skipped=skipped, reason=finding.detail)
+        yield replace(base, old=None, new=new, lost=available.start, skipped=skipped, reason=finding.detail)
         return
     if old > available.end:
         # Past the log end: the topic was recreated (the records below the new position are new and
         # will never be read) or the log was truncated (they were read before). Count the worst case.
-        yield Move(
-            **base,
+        yield replace(
+            base,
             old=old,
             new=new,
             skipped=new - available.start,
@@ -274,8 +539,8 @@ def _move(finding: Finding, strategy: Strategy) -> Iterable[Move]:
             f"below {new} are never read",
         )
         return
-    yield Move(
-        **base,
+    yield replace(
+        base,
         old=old,
         new=new,
         lost=max(0, available.start - old),
@@ -323,6 +588,12 @@ def _empties_a_source(sources: tuple[SourcePosition, ...], moves: tuple[Move, ..
 
 
 def _over_budget(moves: tuple[Move, ...], policy: Policy) -> str | None:
+    unknown = sorted({m.tp.topic for m in moves if m.lost_unknown})
+    if unknown and (policy.max_loss_records is not None or policy.max_loss_per_partition is not None):
+        return (
+            f"topic {', '.join(unknown)} was recreated: the old topic's records the query had not read "
+            "are lost and cannot be counted, so no loss budget can be met"
+        )
     cost = {(m.source_id, m.tp): m.lost + m.skipped for m in moves}
     total = sum(cost.values())
     if policy.max_loss_records is not None and total > policy.max_loss_records:

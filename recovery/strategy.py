@@ -58,7 +58,9 @@ def parse_datetime_ms(text: str, option: str = "--to-datetime") -> int:
     takes it; the words ``earliest``/``latest`` are strategies of their own, not times."""
     from recovery.kafka.specs import parse_time
 
-    hint = f"{option} {text!r}: give an ISO-8601 date-time such as 2026-11-22T06:00:00Z, or epoch milliseconds"
+    hint = (
+        f"{option} {text!r}: give an ISO-8601 date-time such as 2026-11-22T06:00:00Z, or epoch milliseconds"
+    )
     try:
         timestamp_ms = parse_time(text).timestamp_ms
     except OffsetSpecError:

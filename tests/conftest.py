@@ -2,13 +2,16 @@
 server), unique topic names, record helpers, and the Spark checkpoint fixture corpus.
 
 The broker and the SparkSession are session-scoped: started once, on first use, and stopped at the
-end. Nothing is mocked; a test that needs a service gets the real one started here.
+end. Nothing is mocked; a test that needs a service gets the real one started here, and is marked
+``integration`` for it, so ``pytest -m "not integration"`` (``make check``) runs without any JVM.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -37,10 +40,78 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return [f"rig versions: unknown ({exc})"]
 
 
+# -- the fast lane: `pytest -m "not integration"` (`make check`) ---------------------------------
+
+# Fixtures that start a real service: a test that uses one (directly or through another fixture, e.g.
+# `bootstrap`, `new_topic`, `kafka`, `job`, `s3`) needs the rig and is marked `integration`.
+RIG_FIXTURES = frozenset({"broker", "spark", "s3_endpoint"})
+
+
+def needs_rig(item: pytest.Item) -> bool:
+    """Whether ``item`` lives in tests/integration or uses (transitively) a fixture that starts a service."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return "integration" in item.path.parts or bool(fixtures & RIG_FIXTURES)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "integration" in item.path.parts:
+        if needs_rig(item) and item.get_closest_marker("integration") is None:
             item.add_marker(pytest.mark.integration)
+
+
+def _java_children(pid: int) -> set[int]:
+    """Java processes descending from ``pid`` (a broker through setpriv, Spark's driver JVM)."""
+    found: set[int] = set()
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):  # the task ended while we looked
+            for child in map(int, children.read_text().split()):
+                with contextlib.suppress(OSError):
+                    if Path(f"/proc/{child}/comm").read_text().strip() == "java":
+                        found.add(child)
+                found |= _java_children(child)
+    return found
+
+
+def _rig_started() -> tuple[int, bool, frozenset[int]]:
+    """What says a service was started: brokers launched, Spark's JVM gateway up, java children alive."""
+    context = sys.modules.get("pyspark.context")
+    gateway = context is not None and context.SparkContext._gateway is not None
+    return LocalKafkaBroker.launched, gateway, frozenset(_java_children(os.getpid()))
+
+
+def _refuse_rig_in_fast_lane(item: pytest.Item, phase: str, before: tuple[int, bool, frozenset[int]]) -> None:
+    brokers, gateway, jvms = _rig_started()
+    started = [
+        *(["a Kafka broker"] if brokers > before[0] else []),
+        *(["Spark"] if gateway and not before[1] else []),
+        *([f"a JVM (pid {', '.join(map(str, sorted(jvms - before[2])))})"] if jvms - before[2] else []),
+    ]
+    if started:
+        pytest.fail(
+            f"{item.nodeid} started {' and '.join(started)} during {phase} but is not marked integration: "
+            f"use the {'/'.join(sorted(RIG_FIXTURES))} fixtures or mark it @pytest.mark.integration",
+            pytrace=False,
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Keep the fast lane honest: a test not marked `integration` that starts a broker, Spark or any
+    JVM anyway (in a fixture of its own, or in its body: see pytest_runtest_call) fails, saying why."""
+    if item.get_closest_marker("integration") is not None:
+        return (yield)
+    before = _rig_started()
+    yield
+    _refuse_rig_in_fast_lane(item, "setup", before)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    if item.get_closest_marker("integration") is not None:
+        return (yield)
+    before = _rig_started()
+    yield
+    _refuse_rig_in_fast_lane(item, "the test", before)
 
 
 # -- Kafka --------------------------------------------------------------------------------------

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from recovery.api import _healthy_topic_ids, checkpoint_view
+from recovery.apply import _healthy_topic_ids
 from recovery.checkpoint import open_checkpoint
+from recovery.kafka.specs import parse_topic_partitions
 from recovery.model import (
+    CheckpointFile,
     CheckpointView,
     ClusterView,
     OffsetRange,
@@ -19,9 +21,12 @@ from recovery.model import (
     TopicPartition,
 )
 from recovery.plan import plan_repair
+from recovery.resume import checkpoint_view
 
-META = '{"batchWatermarkMs":0,"batchTimestampMs":1795329069884,"conf":{}}'
+MS = 1795329069884  # batchTimestampMs: the records below a batch's offsets were in Kafka by then
+META = f'{{"batchWatermarkMs":0,"batchTimestampMs":{MS},"conf":{{}}}}'
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+F = CheckpointFile.parse
 
 
 def write_checkpoint(
@@ -51,22 +56,22 @@ def view_of(root: Path) -> CheckpointView:
         (
             {0: ['{"t":{"0":5}}', "3"], 1: ["-", "4"]},
             [0, 1],
-            SourcePosition("0", "offsets/0", {T0: 5}),
+            SourcePosition("0", F("offsets/0"), {T0: 5}, start_read_by_ms=MS),
         ),
         (
             {0: ["-", "3"], 1: ["-", "4"]},
             [0, 1],
-            SourcePosition("0", "sources/0/0", {T0: 2}),
+            SourcePosition("0", F("sources/0/0"), {T0: 2}),
         ),
         (
             {0: ["-", "3"], 1: ['{"t":{"0":9}}', "4"]},
             [0],
-            SourcePosition("0", "sources/0/0", {T0: 2}, "offsets/1", {T0: 9}),
+            SourcePosition("0", F("sources/0/0"), {T0: 2}, F("offsets/1"), {T0: 9}, end_read_by_ms=MS),
         ),
         (
             {0: ['{"t":{"0":5}}', "3"], 1: ["-", "4"]},
             [0],
-            SourcePosition("0", "offsets/0", {T0: 5}),
+            SourcePosition("0", F("offsets/0"), {T0: 5}, start_read_by_ms=MS),
         ),
     ],
     ids=[
@@ -96,10 +101,10 @@ def test_only_topics_left_healthy_get_their_id_recorded() -> None:
     """A recreated topic out of --topic scope keeps its old id, so the next validate still sees it."""
     a0, b0 = TopicPartition("a", 0), TopicPartition("b", 0)
     view = CheckpointView(
-        "/chk", "q", 3, False, (SourcePosition("0", "offsets/2", {a0: 10, b0: 5}),), {"a": "old"}
+        "/chk", "q", 3, False, (SourcePosition("0", F("offsets/2"), {a0: 10, b0: 5}),), {"a": "old"}
     )
     cluster = ClusterView({a0: OffsetRange(0, 50), b0: OffsetRange(20, 30)}, {"a": "new", "b": "bee"})
-    plan = plan_repair(view, cluster, Strategy(scope=(("b", ()),)))
+    plan = plan_repair(view, cluster, Strategy(scope=parse_topic_partitions("b")))
     assert [m.tp for m in plan.moves] == [b0]
     assert _healthy_topic_ids(plan, cluster) == {"b": "bee"}
     assert json.dumps(_healthy_topic_ids(plan_repair(view, cluster), cluster)) == '{"a": "new", "b": "bee"}'

@@ -13,8 +13,11 @@ README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
 
 def commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    ctx = click.Context(group)
     found = []
-    for name, command in sorted(group.commands.items()):
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         found.append((f"{prefix}{name}", command))
         if isinstance(command, click.Group):
             found += commands(command, f"{prefix}{name} ")

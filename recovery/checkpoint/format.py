@@ -18,7 +18,7 @@ the file's path and says what is wrong, e.g. ``/x/chk/offsets/17: line 3 is not 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -32,6 +32,20 @@ MAX_OFFSET_LOG_VERSION = 2
 MAX_COMMIT_LOG_VERSION = 3
 MAX_INITIAL_OFFSETS_VERSION = 1
 VOID_OFFSET = "-"  # OffsetSeqLog.SERIALIZED_VOID_OFFSET
+# Java long and int ranges: offsets and timestamps are Scala Longs, partition numbers Ints
+# (JsonUtils.partitionOffsets reads ``Map[String, Map[Int, Long]]`` with Jackson).
+LONG_MAX = 2**63 - 1
+LONG_MIN = -(2**63)
+INT_MAX = 2**31 - 1
+# StreamExecution: ``val id: UUID = UUID.fromString(streamMetadata.id)``. Spark writes the canonical
+# form (UUID.randomUUID().toString); the lenient spellings java.util.UUID also takes are refused.
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def is_uuid(text: str) -> bool:
+    """The canonical 8-4-4-4-12 hex form."""
+    parts = text.split("-")
+    return [len(p) for p in parts] == [8, 4, 4, 4, 12] and all(c in _HEX for p in parts for c in p)
 
 
 class SourceKind(StrEnum):
@@ -232,6 +246,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_long(value: Any) -> bool:
+    return _is_int(value) and LONG_MIN <= value <= LONG_MAX
+
+
 def _version(line: str, path: str, maximum: int, *, trim: bool) -> int:
     """MetadataVersionUtil.validateVersion: ``v<positive int>`` up to ``maximum``."""
     text = line.strip() if trim else line
@@ -273,16 +291,24 @@ def _is_partition_key(key: str) -> bool:
 
 
 def _kafka_from_value(value: dict[str, dict[str, Any]], path: str, where: str) -> KafkaOffsets:
+    # KafkaSourceOffset(str) = JsonUtils.partitionOffsets: Jackson reads Map[String, Map[Int, Long]]
+    # (connector/kafka-0-10-sql/.../JsonUtils.scala). Spark only ever writes concrete positions
+    # (KafkaOffsetReaderAdmin resolves -1/-2 before anything is logged), so an offset must be a JSON
+    # integer in [0, 2^63); Jackson's coercions of floats or strings are not accepted here.
     out: list[tuple[TopicPartition, int]] = []
     for topic, parts in value.items():
         for key, offset in parts.items():
+            if int(key) > INT_MAX:
+                raise _fail(path, f"{where}: partition {key} of {topic!r} is out of range (> 2^31-1)")
             tp = TopicPartition(topic, int(key))
             if tp.partition < 0:
                 raise _fail(path, f"{where}: negative partition number in {tp}")
             if not _is_int(offset):
-                raise _fail(path, f"{where}: offset of {tp} is not an integer ({_compact(offset)})")
+                raise _fail(path, f"{where}: offset of {tp} is not an integer ({_compact(offset)[:40]})")
             if offset < 0:
                 raise _fail(path, f"{where}: offset of {tp} is negative ({offset})")
+            if offset > LONG_MAX:
+                raise _fail(path, f"{where}: offset of {tp} is out of range (>= 2^63)")
             out.append((tp, offset))
     return KafkaOffsets(tuple(out))
 
@@ -295,11 +321,11 @@ def parse_kafka_offsets(text: str, *, path: str = "<kafka offsets>", where: str 
     return _kafka_from_value(value, path, where)
 
 
-_DELTA_FIELDS = {
-    "sourceVersion": _is_int,
+_DELTA_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "sourceVersion": _is_long,
     "reservoirId": lambda v: isinstance(v, str),
-    "reservoirVersion": _is_int,
-    "index": _is_int,
+    "reservoirVersion": _is_long,
+    "index": _is_long,
     "isStartingVersion": lambda v: isinstance(v, bool),
 }
 
@@ -337,10 +363,14 @@ def parse_source_offset(source_id: str, text: str | None, *, path: str, where: s
 
 
 def parse_stream_metadata(data: bytes, *, path: str = "metadata") -> StreamMetadata:
+    """StreamMetadata.read: json4s ``Serialization.read[StreamMetadata]`` (field ``id``: a string,
+    other fields ignored), then StreamExecution's ``UUID.fromString(streamMetadata.id)``."""
     text = _decode(data, path)
     value = _json(text.strip(), path, "the file")
     if not isinstance(value, dict) or not isinstance(value.get("id"), str) or not value["id"]:
         raise _fail(path, 'expected {"id":"<query id>"}')
+    if not is_uuid(value["id"]):
+        raise _fail(path, f'field "id": not a UUID ({value["id"][:40]!r})')
     return StreamMetadata(value["id"], text)
 
 
@@ -371,8 +401,8 @@ def _parse_offset_metadata(text: str, path: str) -> OffsetSeqMetadata | None:
     if not isinstance(value, dict):
         raise _fail(path, "line 2 (batch metadata) is not a JSON object")
     for key in ("batchWatermarkMs", "batchTimestampMs"):
-        if key in value and not _is_int(value[key]):
-            raise _fail(path, f"line 2: {key} is not an integer")
+        if key in value and not _is_long(value[key]):
+            raise _fail(path, f"line 2: {key} is not an integer in the range of a long")
     conf = value.get("conf", {})
     if not isinstance(conf, dict) or not all(isinstance(v, str) for v in conf.values()):
         raise _fail(path, "line 2: conf is not a map of strings")
@@ -388,7 +418,10 @@ def _parse_offset_metadata(text: str, path: str) -> OffsetSeqMetadata | None:
 
 
 def parse_offset_log(data: bytes, *, batch_id: int, path: str = "offsets") -> OffsetLogEntry:
-    """Parse ``offsets/<batch_id>`` (OffsetSeqLog.deserialize, v1 and v2)."""
+    """Parse ``offsets/<batch_id>`` (OffsetSeqLog.deserialize, v1 and v2): an empty file is
+    "Incomplete log file", the version line is validated untrimmed, line 2 is the metadata
+    (``lines.next()``: a missing one fails), every further line one source's offset or ``-``.
+    Spark then asserts the number of sources equals the query's; every query has one at least."""
     text = _decode(data, path)
     lines, trailing = _split_lines(text)
     version = _version(lines[0], path, MAX_OFFSET_LOG_VERSION, trim=False)
@@ -413,6 +446,8 @@ def parse_offset_log(data: bytes, *, batch_id: int, path: str = "offsets") -> Of
         offset_text = None if raw.strip() == VOID_OFFSET else raw
         # v2 lines come in Scala Map order, not sorted: the file's order is kept.
         sources.append(parse_source_offset(source_id, offset_text, path=path, where=where))
+    if not sources:
+        raise _fail(path, "line 3: missing (no source offsets; truncated?)")
     return OffsetLogEntry(
         batch_id=batch_id,
         version=version,
@@ -481,8 +516,8 @@ def parse_commit_log(data: bytes, *, batch_id: int, path: str = "commits") -> Co
     if not isinstance(value, dict):
         raise _fail(path, "line 2 is not a JSON object")
     watermark = value.get("nextBatchWatermarkMs", 0)
-    if not _is_int(watermark):
-        raise _fail(path, "line 2: nextBatchWatermarkMs is not an integer")
+    if not _is_long(watermark):
+        raise _fail(path, "line 2: nextBatchWatermarkMs is not an integer in the range of a long")
     ids = value.get("stateUniqueIds")
     sinks = value.get("sinkMetadataMap")
     if sinks is not None and not isinstance(sinks, dict):
@@ -562,8 +597,9 @@ def with_initial_kafka_offsets(
 
 
 def is_batch_file_name(name: str) -> bool:
-    """HDFSMetadataLog: a batch file is one whose whole name parses as a long (so ``.0.crc`` is not)."""
-    return name.isascii() and name.isdigit()
+    """HDFSMetadataLog: a batch file is one whose whole name parses as a long (so ``.0.crc`` is not,
+    and neither is a number too large for a long: ``Try(path.getName.toLong).isSuccess``)."""
+    return name.isascii() and name.isdigit() and int(name) <= LONG_MAX
 
 
 # -- Delta source offsets (added for recovery.delta) ---------------------------------------------------

@@ -8,15 +8,24 @@ asked for (a checkpoint with 10,000 retained batches costs two listings, not 10,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.crc import checksum_matches, crc_name, parse_checksum_file
-from recovery.checkpoint.restart import DEFAULT_MIN_BATCHES_TO_RETAIN, RestartState, plan_restart
+from recovery.checkpoint.format import SourceKind
+from recovery.checkpoint.intent import HolderState, Interrupted, read_interrupted
+from recovery.checkpoint.restart import (
+    DEFAULT_MIN_BATCHES_TO_RETAIN,
+    Issue,
+    Level,
+    RestartState,
+    plan_restart,
+)
 from recovery.checkpoint.store import Entry, Store
 from recovery.errors import CheckpointFormatError
+from recovery.model import CheckpointFile
 
 
 class CrcStatus(StrEnum):
@@ -128,7 +137,7 @@ class Checkpoint:
         return self._batch_ids("commits")
 
     def offsets(self, batch_id: int) -> fmt.OffsetLogEntry:
-        rel = f"offsets/{batch_id}"
+        rel = str(CheckpointFile.offsets(batch_id))
         data = self.read(rel)
         if data is None:
             raise CheckpointFormatError(f"{self.store.display(rel)}: no such batch file")
@@ -166,29 +175,144 @@ class Checkpoint:
             return None
         return fmt.parse_initial_offsets(data, path=self.store.display(rel))
 
-    def restart_state(self, min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN) -> RestartState:
+    def _log_state(self, min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN) -> RestartState:
         return plan_restart(
             self.offset_batch_ids, self.commit_batch_ids, min_batches_to_retain=min_batches_to_retain
         )
 
+    def restart_state(self, min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN) -> RestartState:
+        """What the next run does (from the logs), plus an issue when a writing command of this
+        toolkit is running now (warning) or was interrupted (error: roll it back first)."""
+        state = self._log_state(min_batches_to_retain)
+        interrupted = self.interrupted()
+        if interrupted is None:
+            return state
+        level = Level.WARNING if interrupted.state is HolderState.ALIVE else Level.ERROR
+        return replace(state, issues=(*state.issues, Issue(level, interrupted.message)))
+
+    def interrupted(self) -> Interrupted | None:
+        """The toolkit's intent record, if one is left in ``_recovery/`` (see recovery.checkpoint.intent)."""
+        if not hasattr(self, "_interrupted"):
+            self._interrupted = read_interrupted(self.store)
+        return self._interrupted
+
     def validate(self) -> None:
-        """Parse what a restart reads: the latest offsets and the one before, the latest commit and the
-        Kafka initial offsets. Raises CheckpointFormatError on the first bad file."""
+        """Kept for callers of the first API: the same as :meth:`verify`."""
+        self.verify()
+
+    def verify(self) -> None:
+        """Read and check everything Spark reads when the query restarts; raise CheckpointFormatError
+        (one line: file, line/field, what is wrong) on the first thing Spark would not accept.
+
+        What Spark reads (MicroBatchExecution.populateStartOffsets, StreamExecution):
+
+        * ``metadata`` (StreamMetadata.read + ``UUID.fromString``): checked on open.
+        * ``offsets/N`` and ``offsets/N-1`` (``offsetLog.getLatest()``, ``offsetLog.get(N - 1)``;
+          HDFSMetadataLog.getLatest reads the newest batch file and fails on a malformed one).
+        * the latest ``commits/C`` (``commitLog.getLatest()``; CommitLog.deserialize: empty file =
+          "Incomplete log file", version validated, a missing JSON line reads as ``{}``).
+        * ``sources/<i>/0`` of each Kafka source (KafkaSourceInitialOffsetWriter.deserialize, read
+          by ``initialOffset()`` whenever a start offset is missing).
+        * the ``.crc`` side file of each of these (Hadoop ChecksumFileSystem: a missing one is
+          accepted, a wrong one is a ChecksumException).
+
+        Besides: a file read that is a directory, special file or symlink out of the checkpoint, a
+        restart Spark refuses (``offsets/N-1`` missing, commits ahead of offsets), sources whose
+        offsets disagree between N-1 and N, and a ``sources/<i>`` directory for a source the offsets
+        do not have.
+        """
+        for log_dir in ("offsets", "commits", "sources"):
+            if self._entry(log_dir) is not None and not self.store.is_dir(log_dir):
+                raise CheckpointFormatError(f"{self.store.display(log_dir)}: is not a directory")
+        state = self._log_state()
+        for issue in state.issues:
+            if issue.level is Level.ERROR:
+                raise CheckpointFormatError(
+                    f"{self.store.display(issue.message)}; Spark cannot restart from it"
+                )
         ids = self.offset_batch_ids
-        entries = [self.offsets(i) for i in ids[-2:]]
+        entries = [self.offsets(i) for i in ids[-2:] if i >= ids[-1] - 1]
         self.latest_commit()
-        for source in entries[-1].kafka_sources if entries else ():
-            self.initial_offsets(source.source_id)
+        kafka_ids = self._initial_kafka_ids()
+        for entry in reversed(entries):  # the latest first: a message names the file Spark reads first
+            self._check_sources(entry, kafka_ids, entries[-1])
+        line_sources = {s.source_id for e in entries for s in e.kafka_sources}
+        for source_id in sorted(kafka_ids | line_sources):
+            self._strict_initial_offsets(source_id)
+
+    def _initial_kafka_ids(self) -> set[str]:
+        """The sources whose ``sources/<i>/0`` is a Kafka initial-offset file (NUL + ``v1``, or the
+        2.1.0 form); only numeric directory names are source indexes (MicroBatchExecution)."""
+        out = set()
+        for entry in self._list("sources"):
+            if not (entry.is_dir and fmt.is_batch_file_name(entry.name)):
+                continue
+            data = self.read(f"sources/{entry.name}/0")
+            if data and data[0] == 0:
+                out.add(entry.name)
+        return out
+
+    def _strict_initial_offsets(self, source_id: str) -> None:
+        rel = f"sources/{source_id}/0"
+        if self._entry(f"sources/{source_id}") is None:
+            return
+        data = self.read(rel)
+        if data is not None:
+            fmt.parse_initial_offsets(data, path=self.store.display(rel))
+
+    def _check_sources(
+        self, entry: fmt.OffsetLogEntry, kafka_ids: set[str], latest: fmt.OffsetLogEntry
+    ) -> None:
+        path = self.store.display(str(CheckpointFile.offsets(entry.batch_id)))
+        latest_path = self.store.display(str(CheckpointFile.offsets(latest.batch_id)))
+        if len(entry.sources) != len(latest.sources):
+            raise CheckpointFormatError(
+                f"{latest_path}: has {len(latest.sources)} source lines, offsets/{entry.batch_id} has "
+                f"{len(entry.sources)} (Spark: the number of sources must not change; truncated?)"
+            )
+        for number, source in enumerate(entry.sources, start=3):
+            if source.text is None:
+                continue
+            if source.source_id in kafka_ids and source.kind is not SourceKind.KAFKA:
+                fmt.parse_kafka_offsets(
+                    source.text, path=path, where=f"line {number} (Kafka source {source.source_id})"
+                )
+            other = next((s for s in latest.sources if s.source_id == source.source_id), None)
+            if other is None:
+                raise CheckpointFormatError(
+                    f"{path}: line {number}: source {source.source_id} is not in offsets/{latest.batch_id}"
+                )
+            if other.kind is not None and other.kind is not source.kind:
+                raise CheckpointFormatError(
+                    f"{path}: line {number}: source {source.source_id} is {source.kind} here but "
+                    f"{other.kind} in offsets/{latest.batch_id}"
+                )
+        count = len(latest.sources)
+        for d in self._list("sources"):
+            if d.is_dir and fmt.is_batch_file_name(d.name) and int(d.name) >= count and latest.version == 1:
+                raise CheckpointFormatError(
+                    f"{latest_path}: has {count} source lines but sources/{d.name} exists "
+                    "(a source line is missing: truncated?)"
+                )
 
 
 def open_checkpoint(
-    location: str, storage_options: Mapping[str, Any] | None = None, *, verify_crc: bool = True
+    location: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    verify_crc: bool = True,
+    strict: bool = True,
 ) -> Checkpoint:
-    """Open the checkpoint at ``location`` (a local path or an fsspec URL) and read its ``metadata``.
+    """Open the checkpoint at ``location`` (a local path or an fsspec URL) and check everything Spark
+    reads when the query restarts (:meth:`Checkpoint.verify`).
 
     ``storage_options`` go to fsspec (e.g. ``{"endpoint_url": "http://..."}`` for s3fs). Raises
-    CheckpointFormatError when there is no checkpoint there or ``metadata`` is bad.
+    CheckpointFormatError (bad input, exit 2) when there is no checkpoint there or Spark could not
+    restart from it; ``strict=False`` reads only ``metadata`` (to look at a damaged checkpoint).
 
     Example: ``open_checkpoint("/data/chk").restart_state().next_run``
     """
-    return Checkpoint(Store(location, storage_options), verify_crc=verify_crc)
+    chk = Checkpoint(Store(location, storage_options), verify_crc=verify_crc)
+    if strict:
+        chk.verify()
+    return chk

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from recovery.model import CheckpointFile
+
 # spark.sql.streaming.minBatchesToRetain (default 100; public since 4.3.0, SPARK-47013).
 DEFAULT_MIN_BATCHES_TO_RETAIN = 100
 
@@ -43,8 +45,11 @@ class RestartState:
 
     next_run: NextRun
     batch_id: int  # the batch Spark runs next
-    start: str  # where its start offsets come from: "offsets/N", "offsets/N-1" or "sources/<i>/0"
-    end: str | None  # where its end offsets come from; None = computed afresh (Kafka "latest", rate limits)
+    # Where its start offsets come from: offsets/N or offsets/N-1; None = each source's own initial
+    # offsets (sources/<i>/0).
+    start: CheckpointFile | None
+    # Where its end offsets come from: offsets/N; None = computed afresh (Kafka "latest", rate limits).
+    end: CheckpointFile | None
     latest_offsets: int | None
     latest_commit: int | None
     issues: tuple[Issue, ...] = ()
@@ -83,7 +88,7 @@ def plan_restart(
             issues.append(
                 Issue(Level.ERROR, f"commits/ has batches ({_ranges(commit_ids)}) but offsets/ is empty")
             )
-        return RestartState(NextRun.FIRST_BATCH, 0, "sources/<i>/0", None, None, latest_commit, tuple(issues))
+        return RestartState(NextRun.FIRST_BATCH, 0, None, None, None, latest_commit, tuple(issues))
 
     n = max(offset_ids)
     if gaps := _gaps(offset_ids):
@@ -112,12 +117,13 @@ def plan_restart(
             )
         )
 
+    latest = CheckpointFile.offsets(n)
     if latest_commit == n:
-        state = RestartState(NextRun.NEXT_BATCH, n + 1, f"offsets/{n}", None, n, latest_commit)
+        state = RestartState(NextRun.NEXT_BATCH, n + 1, latest, None, n, latest_commit)
     elif n == 0:
-        state = RestartState(NextRun.FIRST_BATCH, 0, "sources/<i>/0", "offsets/0", n, latest_commit)
+        state = RestartState(NextRun.FIRST_BATCH, 0, None, latest, n, latest_commit)
     else:
-        state = RestartState(NextRun.RERUN_BATCH, n, f"offsets/{n - 1}", f"offsets/{n}", n, latest_commit)
+        state = RestartState(NextRun.RERUN_BATCH, n, CheckpointFile.offsets(n - 1), latest, n, latest_commit)
 
     if n > 0 and n - 1 not in offset_ids:
         issues.append(

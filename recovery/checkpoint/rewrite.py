@@ -5,15 +5,28 @@
 
 Rules (spec §5, §7, §8): only existing batch files are rewritten -- never created, deleted or
 renumbered; the version line, the metadata line and every other source's line stay byte-identical;
-each file is replaced atomically; the ``.crc`` side file is regenerated (local file system) or a stale
-one removed (stores without side files). Before the first write, the original bytes of every file
-about to change (side files included) go to a backup set with a sha256 manifest.
+each file is replaced atomically. Before the first write, the original bytes of every file about to
+change (side files included) go to a backup set with a sha256 manifest.
+
+Crash safety (every writing function holds :func:`~recovery.checkpoint.intent.checkpoint_lock`):
+
+* the intent record ``_recovery/intent.json`` is written before the backup set and again (phase
+  ``write``) once its manifest exists, before the first checkpoint file changes;
+* each file with a Hadoop ``.crc`` side file is replaced as: remove the stale side file, replace the
+  data file (temp file + rename), write the new side file. Hadoop's ChecksumFileSystem/ChecksumFs
+  accept a data file without a side file (``FileNotFoundException`` on the ``.crc`` is "quietly
+  ignored") but fail on a wrong one, so Spark can read the checkpoint at every kill point;
+* ``.crc`` side files exist only on the local file system (ChecksumFs); on object stores none is
+  created, deleted or recorded in a manifest;
+* a failure rolls the files back in-process; a kill leaves the intent record, and the next writing
+  command rolls back from the backup set before doing anything else.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,10 +34,20 @@ from typing import Any, NoReturn
 
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.crc import DEFAULT_BYTES_PER_CHECKSUM, checksum_file, crc_name, parse_checksum_file
+from recovery.checkpoint.intent import RECOVERY_DIR, Intent, Interrupted, Lock, Phase, checkpoint_lock
 from recovery.checkpoint.reader import Checkpoint
 from recovery.checkpoint.store import Store
-from recovery.errors import CheckpointFormatError, InvalidInput, PlanOutdated, StateError, StorageError
-from recovery.model import TopicPartition
+from recovery.errors import (
+    CheckpointFormatError,
+    ExitCode,
+    InvalidInput,
+    PlanOutdated,
+    StateError,
+    StorageError,
+)
+from recovery.model import CheckpointFile, TopicPartition
+
+log = logging.getLogger(__name__)
 
 BACKUPS_DIR = "_recovery/backups"
 MANIFEST = "manifest.json"
@@ -71,12 +94,24 @@ class BackupSet:
 
 @dataclass(frozen=True)
 class RestoreResult:
+    """What a restore put back (or, on a dry run, would put back)."""
+
     backup: BackupSet
     written: tuple[str, ...]  # files put back (their bytes differed)
     removed: tuple[str, ...]  # files that did not exist when the backup was taken
     unchanged: tuple[str, ...]
     safety_backup: BackupSet | None  # the state before the restore (None on a dry run)
     executed: bool
+    recovered: Interrupted | None = None  # an interrupted command rolled back first
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.written or self.removed)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 restored or nothing to change; 1 a dry run with changes pending (as ``repair``)."""
+        return ExitCode.ACTION_NEEDED if self.has_changes and not self.executed else ExitCode.OK
 
 
 def _crc_rel(rel: str) -> str:
@@ -126,10 +161,10 @@ def _backup_root(
 ) -> Store:
     if backup_dir is None:
         return chk_store.child(BACKUPS_DIR)
-    return Store(backup_dir, storage_options if storage_options is not None else chk_store.storage_options)
+    return chk_store.other(backup_dir, storage_options)
 
 
-def _new_backup_id(root: Store) -> str:
+def new_backup_id(root: Store) -> str:
     base = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     taken = {e.name for e in root.list()}
     candidate, n = base, 1
@@ -146,11 +181,12 @@ def write_backup(
     query_id: str | None,
     backup_dir: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    backup_id: str | None = None,
 ) -> BackupSet:
     """Copy the current bytes of ``paths`` (relative to the checkpoint) into a new backup set;
-    the manifest is written last, so a set without one is incomplete and ignored."""
+    the manifest is written last, so a set without one is incomplete: reported, never used."""
     root = _backup_root(chk_store, backup_dir, storage_options)
-    backup_id = _new_backup_id(root)
+    backup_id = backup_id or new_backup_id(root)
     files: list[BackupFile] = []
     absent: list[str] = []
     for rel in dict.fromkeys(paths):
@@ -190,23 +226,67 @@ def _manifest_json(backup: BackupSet) -> str:
     )
 
 
+_PROTECTED = (f"{RECOVERY_DIR}/backups", f"{RECOVERY_DIR}/intent.json", f"{RECOVERY_DIR}/lock")
+
+
+def checked_rel_path(rel: Any, where: str) -> str:
+    """``rel`` if it is a plain relative path inside the checkpoint: a string of ``/``-separated
+    names, none empty, ``.`` or ``..``, no backslash or NUL, not the toolkit's own lock, intent
+    record or backups. Anything else is bad input naming ``where``."""
+    if not isinstance(rel, str) or not rel:
+        raise CheckpointFormatError(f"{where}: path {rel!r} is not a relative file path")
+    parts = rel.split("/")
+    if (
+        rel.startswith("/")
+        or any(p in ("", ".", "..") for p in parts)
+        or "\\" in rel
+        or "\x00" in rel
+        or ":" in parts[0]
+    ):
+        raise CheckpointFormatError(
+            f"{where}: path {rel!r} is not a plain relative path inside the checkpoint"
+        )
+    if any(rel == p or rel.startswith(p + "/") for p in _PROTECTED):
+        raise CheckpointFormatError(f"{where}: path {rel!r} names the toolkit's own files")
+    return rel
+
+
 def _parse_manifest(data: bytes, root: Store, backup_id: str) -> BackupSet:
     path = root.display(f"{backup_id}/{MANIFEST}")
     try:
         value = json.loads(data)
-        files = tuple(BackupFile(str(f["path"]), str(f["sha256"]), int(f["size"])) for f in value["files"])
+        files = tuple(
+            BackupFile(checked_rel_path(f["path"], path), str(f["sha256"]), int(f["size"]))
+            for f in value["files"]
+        )
+        absent = tuple(checked_rel_path(p, path) for p in value.get("absent", ()))
+        if str(value["id"]) != backup_id:
+            raise ValueError(f"id {value['id']!r} is not the directory's name {backup_id!r}")
+        if len({f.path for f in files} | set(absent)) != len(files) + len(absent):
+            raise ValueError("a path is listed twice")
+        if any(len(f.sha256) != 64 or f.size < 0 for f in files):
+            raise ValueError("bad sha256 or size")
         return BackupSet(
-            id=str(value["id"]),
+            id=backup_id,
             location=root.display(backup_id),
             created=str(value["created"]),
             reason=str(value["reason"]),
             checkpoint=str(value["checkpoint"]),
-            query_id=value.get("query_id"),
+            query_id=None if value.get("query_id") is None else str(value["query_id"]),
             files=files,
-            absent=tuple(str(p) for p in value.get("absent", ())),
+            absent=absent,
         )
-    except (ValueError, KeyError, TypeError) as exc:
+    except CheckpointFormatError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CheckpointFormatError(f"{path}: not a backup manifest ({exc})") from None
+
+
+def require_location(store: Store) -> None:
+    """Raise CheckpointFormatError (bad input) when nothing exists at the checkpoint's location:
+    there is no checkpoint to list backups of or restore into (a mistyped path, say)."""
+    if not store.exists():
+        raise CheckpointFormatError(f"{store.display()}: does not exist; no checkpoint here")
 
 
 def list_backups(
@@ -217,6 +297,8 @@ def list_backups(
 ) -> tuple[BackupSet, ...]:
     """Complete backup sets of the checkpoint at ``location``, oldest first."""
     root = _backup_root(Store(location, storage_options), backup_dir, storage_options)
+    if backup_dir is None:
+        _refuse_symlinked_backups(root.location, Store(location, storage_options))
     out = []
     for entry in root.list():
         if not entry.is_dir:
@@ -227,25 +309,94 @@ def list_backups(
     return tuple(sorted(out, key=lambda b: b.id))
 
 
+def incomplete_backups(
+    location: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    backup_dir: str | None = None,
+) -> tuple[str, ...]:
+    """Backup set directories without a manifest (a command was killed while writing them): they
+    are reported, never used for a restore."""
+    root = _backup_root(Store(location, storage_options), backup_dir, storage_options)
+    return tuple(e.name for e in root.list() if e.is_dir and root.read(f"{e.name}/{MANIFEST}") is None)
+
+
+def _refuse_symlinked_backups(_root: str, chk_store: Store) -> None:
+    """The default backup directory must be real directories inside the checkpoint: a ``_recovery``
+    or ``_recovery/backups`` symlink is refused (pass an explicit --backup-dir instead)."""
+    for rel in (RECOVERY_DIR, BACKUPS_DIR):
+        if chk_store.is_symlink(rel):
+            raise InvalidInput(
+                f"{chk_store.display(rel)}: is a symlink; refusing to use it for backups "
+                "(name the backup directory explicitly with --backup-dir)"
+            )
+
+
 # -- apply -----------------------------------------------------------------------------------------
 
 
 def _side_file(store: Store, rel: str, data: bytes) -> bytes | None:
-    """The new side file for ``rel`` holding ``data``; ``None`` = there must be none."""
-    if not store.keeps_crc:
-        return None
+    """The new side file for ``rel`` holding ``data`` (local file system only)."""
     old = store.read(_crc_rel(rel))
     parsed = parse_checksum_file(old) if old is not None else None
     return checksum_file(data, parsed.bytes_per_checksum if parsed else DEFAULT_BYTES_PER_CHECKSUM)
 
 
+def _with_side_files(store: Store, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """``paths`` and, where the file system keeps them, their ``.crc`` side files."""
+    if not store.keeps_crc:
+        return paths
+    return tuple(p for rel in paths for p in (rel, _crc_rel(rel)))
+
+
+def _is_crc(rel: str) -> bool:
+    name = rel.rpartition("/")[2]
+    return name.startswith(".") and name.endswith(".crc")
+
+
+def _data_rel(crc_rel: str) -> str:
+    parent, _, name = crc_rel.rpartition("/")
+    return f"{parent}/{name[1:-4]}" if parent else name[1:-4]
+
+
 def _replace_files(store: Store, files: Mapping[str, bytes | None]) -> None:
-    """Write each data file and then its side file, each atomically; ``None`` removes."""
+    """Put ``files`` in place (``None`` removes) so that at every step Spark can read each file:
+    for a data file and its side file, the old side file goes first, then the data file is
+    replaced atomically, then the new side file is written (HDFS ChecksumFs: a missing ``.crc`` is
+    accepted, a stale one is a ChecksumException)."""
+    side = {rel: data for rel, data in files.items() if _is_crc(rel)}
+    done: set[str] = set()
     for rel, data in files.items():
+        if _is_crc(rel):
+            continue
+        crc = _crc_rel(rel)
+        if crc in side:
+            store.remove(crc)
         if data is None:
             store.remove(rel)
         else:
             store.write_atomic(rel, data)
+        if crc in side:
+            new = side[crc]
+            if new is not None:
+                store.write_atomic(crc, new)
+            done.add(crc)
+    for crc, new in side.items():  # side files whose data file does not change
+        if crc in done:
+            continue
+        if new is None:
+            store.remove(crc)
+        elif store.read(_data_rel(crc)) is None or checksum_file_matches(store, crc, new):
+            store.write_atomic(crc, new)
+        else:  # never pair a data file with a side file that does not match it
+            store.remove(crc)
+
+
+def checksum_file_matches(store: Store, crc_rel: str, crc: bytes) -> bool:
+    from recovery.checkpoint.crc import checksum_matches
+
+    data = store.read(_data_rel(crc_rel))
+    return data is not None and checksum_matches(data, crc)
 
 
 def apply_rewrite(
@@ -255,44 +406,74 @@ def apply_rewrite(
     backup_dir: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     extra: Mapping[str, bytes] | None = None,
+    command: str = "rewrite-offsets",
 ) -> BackupSet:
     """Back up, then replace each planned file and its side file. Raises PlanOutdated (nothing
     written) if a file changed since the plan was made.
 
+    Holds the checkpoint's lock (:func:`~recovery.checkpoint.intent.checkpoint_lock`; reused if the
+    caller holds it) and refuses a checkpoint Spark could not restart from (CheckpointFormatError).
     ``extra`` are further files (relative path -> new bytes; the tool's own bookkeeping under
     ``_recovery/``) written last and kept in the same backup set, so a restore puts them back too.
     If a write fails part-way, every file already replaced is put back from the originals and the
     error names the backup set; the checkpoint is never left half-rewritten.
     """
     store = chk.store
-    for change in plan.changes:
-        if store.read(change.path) != change.before:
+    with checkpoint_lock(store, command=command) as lock:
+        if lock.recovered is not None and lock.depth == 1:  # the plan predates the rollback
             raise PlanOutdated(
-                f"{store.display(change.path)}: changed since the plan was made; nothing was written"
+                f"{store.display()}: {lock.recovered.intent.holder.describe()} had been interrupted and "
+                "was rolled back just now; plan again. Nothing else was written"
             )
-    extra = dict(extra or {})
-    paths = tuple(p for c in plan.changes for p in (c.path, _crc_rel(c.path))) + tuple(extra)
-    originals = {rel: store.read(rel) for rel in paths}
-    backup = write_backup(
-        store,
-        paths,
-        reason="rewrite-offsets",
-        query_id=chk.query_id,
-        backup_dir=backup_dir,
-        storage_options=storage_options,
-    )
-    try:
         for change in plan.changes:
-            crc = _side_file(store, change.path, change.after)
-            _replace_files(store, {change.path: change.after, _crc_rel(change.path): crc})
-        _replace_files(store, extra)
-    except BaseException as exc:  # an interrupt too: never leave the checkpoint half-rewritten
-        _roll_back(store, originals, backup, exc)
+            if store.read(change.path) != change.before:
+                raise PlanOutdated(
+                    f"{store.display(change.path)}: changed since the plan was made; nothing was written"
+                )
+        Checkpoint(store).verify()  # re-read under the lock: never write into what Spark cannot read
+        extra = {checked_rel_path(rel, "extra file"): data for rel, data in (extra or {}).items()}
+        paths = _with_side_files(store, tuple(c.path for c in plan.changes) + tuple(extra))
+        originals = {rel: store.read(rel) for rel in paths}
+        root = _backup_root(store, backup_dir, storage_options)
+        if backup_dir is None:
+            _refuse_symlinked_backups(root.location, store)
+        backup_id = new_backup_id(root)
+        lock.record(Phase.BACKUP, backup_id=backup_id, backup_root=root.location, files=paths)
+        backup = write_backup(
+            store,
+            paths,
+            reason="rewrite-offsets",
+            query_id=chk.query_id,
+            backup_dir=backup_dir,
+            storage_options=storage_options,
+            backup_id=backup_id,
+        )
+        lock.record(Phase.WRITE, backup_id=backup_id, backup_root=root.location, files=paths)
+        try:
+            new: dict[str, bytes | None] = {}
+            for change in plan.changes:
+                new[change.path] = change.after
+                if store.keeps_crc:
+                    new[_crc_rel(change.path)] = _side_file(store, change.path, change.after)
+            new.update(extra)
+            _replace_files(store, new)
+        except BaseException as exc:  # an interrupt too: never leave the checkpoint half-rewritten
+            _roll_back(store, originals, backup, exc, lock)
+    log.info(
+        "%s: rewrote %s; the originals are in backup %s",
+        store.display(),
+        ", ".join(c.path for c in plan.changes) or "nothing",
+        backup.id,
+    )
     return backup
 
 
 def _roll_back(
-    store: Store, originals: Mapping[str, bytes | None], backup: BackupSet, exc: BaseException
+    store: Store,
+    originals: Mapping[str, bytes | None],
+    backup: BackupSet,
+    exc: BaseException,
+    lock: Lock,
 ) -> NoReturn:
     """Put every file back as it was before a failed rewrite, then raise what happened."""
     restore = (
@@ -300,20 +481,75 @@ def _roll_back(
         f"--backup-dir {backup.location.rsplit('/', 1)[0]} --execute`"
     )
     try:
-        for rel, data in originals.items():
-            if store.read(rel) != data:
-                _replace_files(store, {rel: data})
+        _replace_files(store, {rel: data for rel, data in originals.items() if store.read(rel) != data})
+        for rel in originals:
+            store.remove_temp_files(rel)
+        lock.done()
     except Exception as again:
         raise StorageError(
             f"{store.display()}: rewriting failed ({exc!r}) and so did putting the originals back ({again}); "
-            f"restore them with {restore}"
+            f"the next writing command rolls back from backup {backup.id}, or restore with {restore}"
         ) from exc
     if not isinstance(exc, Exception):
         raise exc  # an interrupt: the files are back; let it end the program as it would have
+    if isinstance(exc, InvalidInput):  # disk full, permission, read-only: bad input (exit 2)
+        raise InvalidInput(
+            f"rewriting failed ({exc}); the original files were put back "
+            f"(they are also in backup {backup.id})"
+        ) from exc
     raise StorageError(
         f"{store.display()}: rewriting failed ({exc}); the original files were put back "
         f"(they are also in backup {backup.id})"
     ) from exc
+
+
+def roll_back_intent(store: Store, intent: Intent) -> None:
+    """Undo what an interrupted command did, from the backup set its intent record names: every
+    file in the set gets its backed-up bytes, every file recorded absent is removed, temp files
+    left by a killed atomic write are removed. Nothing had changed before phase ``write``."""
+    store.remove_temp_files(INTENT_REL)
+    for rel in intent.files:
+        store.remove_temp_files(checked_rel_path(rel, store.display(INTENT_REL)))
+    if intent.phase is not Phase.WRITE or intent.backup_id is None or intent.backup_root is None:
+        return
+    root = store.other(intent.backup_root)
+    data = root.read(f"{intent.backup_id}/{MANIFEST}")
+    if data is None:
+        raise StateError(
+            f"{store.display()}: {intent.holder.describe()} was interrupted and its backup set "
+            f"{root.display(intent.backup_id)} has no manifest; nothing was rolled back. Check the "
+            f"files it names ({', '.join(intent.files)}) with `checkpoint show`, restore them from "
+            f"another backup set if needed, then delete {store.display(INTENT_REL)}"
+        )
+    backup = _parse_manifest(data, root, intent.backup_id)
+    originals = _verified_originals(root, backup)
+    current = {rel: store.read(rel) for rel in (*originals, *backup.absent)}
+    files: dict[str, bytes | None] = {rel: d for rel, d in originals.items() if current[rel] != d}
+    files.update({rel: None for rel in backup.absent if current[rel] is not None})
+    _replace_files(store, files)
+    # The set now equals the checkpoint: drop it, so that "the newest backup" (restore's default)
+    # is not the state of a command that never happened. Manifest first: a kill here leaves an
+    # incomplete set (reported, never used).
+    root.remove(f"{backup.id}/{MANIFEST}")
+    for f in backup.files:
+        root.remove(f"{backup.id}/files/{f.path}")
+    root.remove_empty_dirs(backup.id)
+
+
+INTENT_REL = f"{RECOVERY_DIR}/intent.json"
+
+
+def _verified_originals(root: Store, backup: BackupSet) -> dict[str, bytes]:
+    originals: dict[str, bytes] = {}
+    for f in backup.files:
+        where = root.display(f"{backup.id}/files/{f.path}")
+        data = root.read(f"{backup.id}/files/{f.path}")
+        if data is None:
+            raise CheckpointFormatError(f"{where}: missing from the backup")
+        if _sha256(data) != f.sha256 or len(data) != f.size:
+            raise CheckpointFormatError(f"{where}: sha256 does not match the manifest; not restoring")
+        originals[f.path] = data
+    return originals
 
 
 def rewrite_offsets(
@@ -330,8 +566,10 @@ def rewrite_offsets(
 
     Example: ``rewrite_offsets(chk, {5: {0: {TopicPartition("orders", 1): 300}}})``
     """
-    plan = plan_offset_rewrite(chk, batches, initial=initial)
-    return apply_rewrite(chk, plan, backup_dir=backup_dir, storage_options=storage_options, extra=extra)
+    with checkpoint_lock(chk.store, command="rewrite-offsets"):
+        chk = Checkpoint(chk.store, verify_crc=chk.verify_crc)  # re-read under the lock
+        plan = plan_offset_rewrite(chk, batches, initial=initial)
+        return apply_rewrite(chk, plan, backup_dir=backup_dir, storage_options=storage_options, extra=extra)
 
 
 # -- restore ---------------------------------------------------------------------------------------
@@ -347,12 +585,35 @@ def restore_backup(
 ) -> RestoreResult:
     """Put a backup set back byte for byte (the newest if ``backup_id`` is None).
 
-    Verifies every file against the manifest's sha256 first; with ``execute`` it backs up the current
-    state of the same files, then writes each back atomically and removes files the backup records
-    as absent. Without ``execute`` it only reports what would change.
+    Verifies the manifest (every path a plain relative path inside the checkpoint, see
+    :func:`checked_rel_path`) and every file against its sha256 first; with ``execute`` it takes the
+    checkpoint's lock, backs up the current state of the same files, then writes each back
+    atomically (side files as in :func:`apply_rewrite`) and removes files the backup records as
+    absent. Without ``execute`` it only reports what would change. Raises CheckpointFormatError (bad
+    input) when nothing exists at ``location``, the checkpoint or the manifest is malformed, a path
+    to write passes through a symlink; StateError when it has no backups.
+
+    Example: ``restore_backup("/data/chk", execute=True).written``
     """
     store = Store(location, storage_options)
-    backups = list_backups(location, storage_options, backup_dir=backup_dir)
+    require_location(store)
+    if not execute:
+        return _restore(store, backup_id, None, storage_options=storage_options, backup_dir=backup_dir)
+    with checkpoint_lock(store, command="checkpoint restore --execute") as lock:
+        return _restore(store, backup_id, lock, storage_options=storage_options, backup_dir=backup_dir)
+
+
+def _restore(
+    store: Store,
+    backup_id: str | None,
+    lock: Lock | None,
+    *,
+    storage_options: Mapping[str, Any] | None,
+    backup_dir: str | None,
+) -> RestoreResult:
+    # Never write into a checkpoint Spark could not restart from (bad input, exit 2).
+    Checkpoint(store).verify()
+    backups = list_backups(store.location, storage_options, backup_dir=backup_dir)
     if not backups:
         raise StateError(f"{store.display()}: no backups found")
     if backup_id is None:
@@ -365,52 +626,68 @@ def restore_backup(
             )
         backup = matches[0]
     root = _backup_root(store, backup_dir, storage_options)
-    originals: dict[str, bytes] = {}
-    for f in backup.files:
-        data = root.read(f"{backup.id}/files/{f.path}")
-        if data is None:
-            raise CheckpointFormatError(
-                f"{root.display(f'{backup.id}/files/{f.path}')}: missing from the backup"
-            )
-        if _sha256(data) != f.sha256 or len(data) != f.size:
-            raise CheckpointFormatError(
-                f"{root.display(f'{backup.id}/files/{f.path}')}: sha256 does not match the manifest; "
-                "not restoring"
-            )
-        originals[f.path] = data
+    originals = _verified_originals(root, backup)
+    for rel in (*originals, *backup.absent):
+        _refuse_symlinked_components(store, rel, root.display(f"{backup.id}/{MANIFEST}"))
     current = {rel: store.read(rel) for rel in (*originals, *backup.absent)}
     written = tuple(rel for rel, data in originals.items() if current[rel] != data)
     removed = tuple(rel for rel in backup.absent if current[rel] is not None)
     unchanged = tuple(
         rel for rel in (*originals, *backup.absent) if rel not in written and rel not in removed
     )
-    safety = None
-    if execute and (written or removed):
-        metadata = store.read("metadata")
-        query_id = None
-        if metadata is not None:
-            try:
-                query_id = fmt.parse_stream_metadata(metadata, path=store.display("metadata")).query_id
-            except CheckpointFormatError:
-                query_id = None
-        if backup.query_id and query_id and backup.query_id != query_id:
-            raise StateError(
-                f"{store.display('metadata')}: query id {query_id} differs from the backup's "
-                f"{backup.query_id}; "
-                "not restoring into another query's checkpoint"
-            )
-        safety = write_backup(
-            store,
-            (*written, *removed),
-            reason=f"restore-of-{backup.id}",
-            query_id=query_id,
-            backup_dir=backup_dir,
-            storage_options=storage_options,
+    recovered = lock.recovered if lock else None
+    if lock is None or not (written or removed):
+        return RestoreResult(backup, written, removed, unchanged, None, lock is not None, recovered)
+    metadata = store.read("metadata")
+    query_id = None
+    if metadata is not None:
+        try:
+            query_id = fmt.parse_stream_metadata(metadata, path=store.display("metadata")).query_id
+        except CheckpointFormatError:
+            query_id = None
+    if backup.query_id and query_id and backup.query_id != query_id:
+        raise StateError(
+            f"{store.display('metadata')}: query id {query_id} differs from the backup's "
+            f"{backup.query_id}; "
+            "not restoring into another query's checkpoint"
         )
-        # Data files before their side files, as Spark's ChecksumFs rename does.
-        ordered = sorted((*written, *removed), key=lambda rel: rel.rpartition("/")[2].endswith(".crc"))
-        _replace_files(store, {rel: originals.get(rel) for rel in ordered})
-    return RestoreResult(backup, written, removed, unchanged, safety, execute)
+    paths = (*written, *removed)
+    safety_id = new_backup_id(root)
+    lock.record(Phase.BACKUP, backup_id=safety_id, backup_root=root.location, files=paths)
+    safety = write_backup(
+        store,
+        paths,
+        reason=f"restore-of-{backup.id}",
+        query_id=query_id,
+        backup_dir=backup_dir,
+        storage_options=storage_options,
+        backup_id=safety_id,
+    )
+    lock.record(Phase.WRITE, backup_id=safety_id, backup_root=root.location, files=paths)
+    before = {rel: current[rel] for rel in paths}
+    try:
+        _replace_files(store, {rel: originals.get(rel) for rel in paths})
+    except BaseException as exc:
+        _roll_back(store, before, safety, exc, lock)
+    log.info(
+        "%s: restored backup %s (%d files written, %d removed); the previous files are in backup %s",
+        store.display(),
+        backup.id,
+        len(written),
+        len(removed),
+        safety.id,
+    )
+    return RestoreResult(backup, written, removed, unchanged, safety, True, recovered)
+
+
+def _refuse_symlinked_components(store: Store, rel: str, where: str) -> None:
+    """A restore writes only through real directories of the checkpoint (no symlinked component)."""
+    parts = rel.split("/")
+    for i in range(1, len(parts) + 1):
+        if store.is_symlink("/".join(parts[:i])):
+            raise CheckpointFormatError(
+                f"{where}: path {rel!r} passes through the symlink {'/'.join(parts[:i])}; not restoring"
+            )
 
 
 def plan_delta_rewrite(
@@ -430,7 +707,7 @@ def _batch_changes(
     """``edit`` each source's line of each existing ``offsets/<N>``; the files whose bytes change."""
     changes: list[FileChange] = []
     for batch_id, per_source in sorted(batches.items()):
-        rel = f"offsets/{batch_id}"
+        rel = str(CheckpointFile.offsets(batch_id))
         if batch_id not in chk.offset_batch_ids:
             raise InvalidInput(
                 f"{chk.store.display(rel)}: no such batch file (batch files are never created)"

@@ -8,21 +8,32 @@
   once with a single PUT. Readers see the old or the new object, never a mix, but two objects
   (a batch file and its side file) do not change together. See docs/checkpoint.md.
 
-Every fsspec/OS error is turned into :class:`~recovery.errors.StorageError` naming the path.
+Every fsspec/OS error is turned into :class:`~recovery.errors.StorageError` naming the path, except
+what is bad input on a local path (exit 2, :class:`~recovery.errors.CheckpointFormatError`): a file
+that cannot be read for lack of permission, a special file (FIFO, device, socket: never opened, so
+nothing blocks), a symlink loop, and a symlink that leads out of the checkpoint directory.
+
+Fault injection (tests only): when ``STREAM_RECOVERY_FAULT_AT=<n>`` is set, the process kills itself
+with SIGKILL just before its n-th file operation (1-based; each write, replace or removal counts);
+``STREAM_RECOVERY_FAULT_LOG=<file>`` appends one line per operation. Both are inert unless set.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
+import stat
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-import fsspec
+import fsspec  # type: ignore[import-untyped,unused-ignore]
 
-from recovery.errors import CheckpointFormatError, RecoveryError, StorageError
+from recovery.checkpoint.options import redact, secret_values, typed_storage_options
+from recovery.errors import CheckpointFormatError, ConfigError, InvalidInput, RecoveryError, StorageError
 
 RENAME_PROTOCOLS = frozenset({"file", "local", "memory"})
 # Only Hadoop's ChecksumFs/ChecksumFileSystem (the local file system) keeps .crc side files.
@@ -36,18 +47,78 @@ class Entry:
     size: int | None
 
 
+FAULT_AT_ENV = "STREAM_RECOVERY_FAULT_AT"
+FAULT_LOG_ENV = "STREAM_RECOVERY_FAULT_LOG"
+_operations = 0
+
+
+def fault_point(operation: str) -> None:
+    """Count one file operation; the test hook kills the process here when asked to (see above)."""
+    global _operations
+    at, log_file = os.environ.get(FAULT_AT_ENV), os.environ.get(FAULT_LOG_ENV)
+    if at is None and log_file is None:
+        return
+    _operations += 1
+    if log_file:
+        with open(log_file, "a", encoding="utf-8") as out:
+            out.write(f"{_operations} {operation}\n")
+    if at is not None and at.isdigit() and int(at) == _operations:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+# errno values that mean "this input/path cannot be used", not "the store is unreachable".
+_BAD_INPUT_ERRNOS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOSPC,
+        errno.EROFS,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ELOOP,
+        errno.ENAMETOOLONG,
+        errno.EDQUOT,
+        errno.EEXIST,
+        errno.ENOENT,
+    }
+)
+
+
 @contextmanager
-def _storage_errors(what: str) -> Iterator[None]:
+def _storage_errors(what: str, *, local: bool = False, secrets: tuple[str, ...] = ()) -> Iterator[None]:
+    """OS and SDK errors -> one-line RecoveryErrors; secrets (storage-option values, credentials in
+    URLs) are masked in every message."""
     try:
         yield
     except (RecoveryError, FileNotFoundError):
         raise
     except OSError as exc:
-        raise StorageError(f"{what}: {exc.strerror or exc}") from exc
+        text = redact(f"{what}: {exc.strerror or exc}", secrets)
+        if local and exc.errno in _BAD_INPUT_ERRNOS:
+            raise InvalidInput(text) from exc
+        raise StorageError(text) from exc
+    except (TypeError, ValueError) as exc:
+        # A storage option of the wrong shape that got past typed_storage_options: bad input.
+        raise InvalidInput(redact(f"{what}: {type(exc).__name__}: {exc}", secrets).split("\n")[0]) from exc
     except Exception as exc:
         # fsspec backends raise their SDK's own errors too (botocore's NoCredentialsError,
         # EndpointConnectionError, ...): every one of them means the store could not be used.
-        raise StorageError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        text = redact(f"{what}: {type(exc).__name__}: {exc}", secrets)
+        raise StorageError(" ".join(text.split("\n"))) from exc
+
+
+def _typed_options(location: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The storage options typed and checked for the file system ``location`` names (no IO)."""
+    if "::" in location:  # chained URLs: the options belong to several file systems
+        return dict(options)
+    protocol = fsspec.core.split_protocol(location)[0] or "file"
+    try:
+        fs_class = fsspec.get_filesystem_class(protocol)
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(
+            f"{redact(location)}: unknown or unavailable storage protocol {protocol!r} ({exc})"
+        ) from None
+    return typed_storage_options(fs_class, options)
 
 
 class Store:
@@ -55,10 +126,11 @@ class Store:
 
     def __init__(self, location: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.location = location.rstrip("/") or location
-        self.storage_options = dict(storage_options or {})
-        with _storage_errors(self.location):
+        self.secrets = secret_values(storage_options or {})
+        self.storage_options = _typed_options(self.location, storage_options or {})
+        with _storage_errors(redact(self.location, self.secrets), secrets=self.secrets):
             self.fs, root = fsspec.core.url_to_fs(self.location, **self.storage_options)
-        self.root = root.rstrip("/") or root
+        self.root: str = str(root).rstrip("/") or str(root)
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         self.protocol = protocols[0]
         self.is_local = bool(set(protocols) & {"file", "local"})
@@ -66,30 +138,110 @@ class Store:
         self.keeps_crc = bool(set(protocols) & CRC_PROTOCOLS)
 
     def display(self, rel: str = "") -> str:
-        """The path as the user spelled the location, for messages: ``s3://b/chk/offsets/17``."""
-        return f"{self.location}/{rel}" if rel else self.location
+        """The path as the user spelled the location, for messages: ``s3://b/chk/offsets/17``
+        (credentials inside the URL masked)."""
+        where = f"{self.location}/{rel}" if rel else self.location
+        return redact(where, self.secrets) if "@" in where or self.secrets else where
 
     def full(self, rel: str = "") -> str:
         return f"{self.root}/{rel}" if rel else self.root
 
+    def other(self, location: str, storage_options: Mapping[str, Any] | None = None) -> Store:
+        """A store at ``location`` (e.g. a backup directory) with ``storage_options`` (default: this
+        store's) when it is on the same kind of file system, else none (S3 options mean nothing to
+        a local backup directory)."""
+        same = (fsspec.core.split_protocol(location)[0] or "file") == (
+            fsspec.core.split_protocol(self.location)[0] or "file"
+        )
+        options = storage_options if storage_options is not None else self.storage_options
+        return Store(location, options if same else {})
+
     def child(self, rel: str) -> Store:
-        return Store(self.display(rel), self.storage_options)
+        return Store(f"{self.location}/{rel}", self.storage_options)
+
+    def _errors(self, rel: str) -> Any:
+        return _storage_errors(self.display(rel), local=self.is_local, secrets=self.secrets)
+
+    # -- local confinement -----------------------------------------------------------------------
+
+    def _real_root(self) -> str:
+        return os.path.realpath(self.root)
+
+    def _confined(self, rel: str) -> str:
+        """The local path of ``rel``; a symlink loop or a symlink leading out of the checkpoint
+        directory is bad input (Spark would follow it; a repair must not write through it)."""
+        path = self.full(rel)
+        if not rel:
+            return path
+        try:
+            real = os.path.realpath(path, strict=False)
+        except OSError as exc:  # pragma: no cover - realpath(strict=False) raises only on loops in 3.13+
+            raise CheckpointFormatError(f"{self.display(rel)}: {exc.strerror or exc}") from None
+        root = self._real_root()
+        if real != root and not real.startswith(root.rstrip("/") + "/"):
+            raise CheckpointFormatError(
+                f"{self.display(rel)}: is a symlink (or under one) leading out of the checkpoint, to {real}"
+            )
+        return path
+
+    def _local_stat(self, rel: str) -> os.stat_result | None:
+        path = self._confined(rel)
+        try:
+            return os.stat(path)
+        except FileNotFoundError:
+            if os.path.islink(path):
+                raise CheckpointFormatError(f"{self.display(rel)}: is a dangling symlink") from None
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise CheckpointFormatError(f"{self.display(rel)}: symlink loop") from None
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                raise CheckpointFormatError(f"{self.display(rel)}: cannot be read ({exc.strerror})") from None
+            if exc.errno == errno.ENOTDIR:
+                return None
+            raise StorageError(f"{self.display(rel)}: {exc.strerror or exc}") from exc
+
+    def _kind_error(self, rel: str, st: os.stat_result, expected: str) -> CheckpointFormatError:
+        mode = st.st_mode
+        what = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file"
+        )
+        return CheckpointFormatError(f"{self.display(rel)}: is {what}, expected {expected}")
 
     # -- reading -------------------------------------------------------------------------------
 
     def exists(self, rel: str = "") -> bool:
-        with _storage_errors(self.display(rel)):
+        if self.is_local:
+            return self._local_stat(rel) is not None
+        with self._errors(rel):
             return bool(self.fs.exists(self.full(rel)))
 
     def is_dir(self, rel: str = "") -> bool:
-        with _storage_errors(self.display(rel)):
+        if self.is_local:
+            st = self._local_stat(rel)
+            return st is not None and stat.S_ISDIR(st.st_mode)
+        with self._errors(rel):
             return bool(self.fs.isdir(self.full(rel)))
+
+    def is_symlink(self, rel: str = "") -> bool:
+        """Whether ``rel`` itself is a symlink (local paths; object stores have none)."""
+        return self.is_local and os.path.islink(self.full(rel))
 
     def list(self, rel: str = "") -> tuple[Entry, ...]:
         """One listing call; a missing directory lists as empty."""
+        if self.is_local:
+            return self._list_local(rel)
         path = self.full(rel)
         try:
-            with _storage_errors(self.display(rel)):
+            with self._errors(rel):
                 self.fs.invalidate_cache(path)
                 infos = self.fs.ls(path, detail=True)
         except FileNotFoundError:
@@ -102,11 +254,33 @@ class Store:
             entries.append(Entry(name, info.get("type") == "directory", info.get("size")))
         return tuple(sorted(entries, key=lambda e: e.name))
 
+    def _list_local(self, rel: str) -> tuple[Entry, ...]:
+        st = self._local_stat(rel)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            return ()
+        entries = []
+        try:
+            with os.scandir(self.full(rel)) as it:
+                for item in it:
+                    try:
+                        is_dir = item.is_dir()  # follows symlinks; a loop or dangling link is no dir
+                        size = item.stat().st_size if item.is_file() else None
+                    except OSError:
+                        is_dir, size = False, None
+                    entries.append(Entry(item.name, is_dir, size))
+        except PermissionError as exc:
+            raise CheckpointFormatError(f"{self.display(rel)}: cannot be listed ({exc.strerror})") from None
+        except OSError as exc:
+            raise StorageError(f"{self.display(rel)}: {exc.strerror or exc}") from exc
+        return tuple(sorted(entries, key=lambda e: e.name))
+
     def read(self, rel: str) -> bytes | None:
-        """The file's bytes, ``None`` if it does not exist; a directory is a format error."""
+        """The file's bytes, ``None`` if it does not exist; anything but a regular file is a format error."""
+        if self.is_local:
+            return self._read_local(rel)
         path = self.full(rel)
         try:
-            with _storage_errors(self.display(rel)):
+            with self._errors(rel):
                 return bytes(self.fs.cat_file(path))
         except FileNotFoundError:
             return None
@@ -115,15 +289,55 @@ class Store:
                 raise CheckpointFormatError(f"{self.display(rel)}: is a directory, expected a file") from None
             raise
 
+    def _read_local(self, rel: str) -> bytes | None:
+        st = self._local_stat(rel)
+        if st is None:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            raise self._kind_error(rel, st, "a file")
+        try:
+            # O_NONBLOCK: if a FIFO replaced the file since the stat, opening it does not block.
+            fd = os.open(self.full(rel), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None
+        except PermissionError as exc:
+            raise CheckpointFormatError(f"{self.display(rel)}: cannot be read ({exc.strerror})") from None
+        except OSError as exc:
+            raise StorageError(f"{self.display(rel)}: {exc.strerror or exc}") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise self._kind_error(rel, st, "a file")
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        except OSError as exc:
+            raise StorageError(f"{self.display(rel)}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(fd)
+
     # -- writing -------------------------------------------------------------------------------
+
+    def _local_parent(self, rel: str) -> str:
+        """Create the parent directory of ``rel`` (confined) and return the file's local path."""
+        path = self._confined(rel)
+        parent = path.rpartition("/")[0]
+        with self._errors(rel):
+            os.makedirs(parent, exist_ok=True)
+        self._confined(rel)  # the directories just made may not lead out either
+        return path
 
     def write_atomic(self, rel: str, data: bytes) -> None:
         """Replace (or create) ``rel`` so readers see the old or the new bytes, never a mix."""
-        path = self.full(rel)
+        fault_point(f"write {self.display(rel)}")
+        path = self._local_parent(rel) if self.is_local else self.full(rel)
         parent, _, name = path.rpartition("/")
-        with _storage_errors(self.display(rel)):
+        with self._errors(rel):
             if self.is_local:
-                os.makedirs(parent, exist_ok=True)
+                st = self._local_stat(rel)
+                if st is not None and not stat.S_ISREG(st.st_mode):
+                    raise self._kind_error(rel, st, "a file")
                 tmp = f"{parent}/.{name}.{uuid.uuid4()}.tmp"
                 try:
                     with open(tmp, "wb") as out:
@@ -145,19 +359,50 @@ class Store:
 
     def write(self, rel: str, data: bytes) -> None:
         """Write a new file (backups): no rename needed, nobody reads it until the manifest exists."""
+        fault_point(f"write {self.display(rel)}")
+        if self.is_local:
+            path = self._local_parent(rel)
+            with self._errors(rel), open(path, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            return
         path = self.full(rel)
-        with _storage_errors(self.display(rel)):
-            if self.is_local:
-                os.makedirs(path.rpartition("/")[0], exist_ok=True)
+        with self._errors(rel):
             self.fs.pipe_file(path, data)
             self.fs.invalidate_cache(path.rpartition("/")[0])
 
     def remove(self, rel: str) -> None:
-        path = self.full(rel)
-        with _storage_errors(self.display(rel)):
+        fault_point(f"remove {self.display(rel)}")
+        path = self._confined(rel) if self.is_local else self.full(rel)
+        with self._errors(rel):
+            if self.is_local:
+                with suppress(FileNotFoundError):
+                    os.unlink(path)
+                _fsync_dir(path.rpartition("/")[0])
+                return
             with suppress(FileNotFoundError):
                 self.fs.rm_file(path)
             self.fs.invalidate_cache(path.rpartition("/")[0])
+
+    def remove_empty_dirs(self, rel: str) -> None:
+        """Remove ``rel`` and the directories under it if they hold no files (local; elsewhere
+        directories do not exist apart from their objects)."""
+        if not self.is_local:
+            return
+        top = self._confined(rel)
+        for parent, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
+            with suppress(OSError):
+                os.rmdir(parent)
+
+    def remove_temp_files(self, rel: str) -> None:
+        """Remove the temp files a killed :meth:`write_atomic` of ``rel`` may have left (local)."""
+        if not self.is_local:
+            return
+        parent, _, name = rel.rpartition("/")
+        for entry in self.list(parent):
+            if entry.name.startswith(f".{name}.") and entry.name.endswith(".tmp") and not entry.is_dir:
+                self.remove(f"{parent}/{entry.name}" if parent else entry.name)
 
 
 def _fsync_dir(path: str) -> None:

@@ -1,49 +1,73 @@
 """``stream-recovery offsets``: per-partition offsets, like kafka-get-offsets but complete.
 
 Also registers ``read-to-end`` (:mod:`recovery.cli.read`) and the ``group`` commands
-(:mod:`recovery.cli.groups`).
+(:mod:`recovery.cli.groups`), and holds the options only the Kafka commands take (``--time``,
+``--exclude-internal-topics``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
-from recovery.cli.options import isolation_option, kafka_options, output_option
-from recovery.cli.tables import TimeSpecType, emit, iso_ms, selection_from, selection_options
-from recovery.errors import ExitCode
-
-OFFSETS_JSON_KEYS = (
-    "topic",
-    "partition",
-    "topic_id",
-    "status",
-    "log_start_offset",
-    "high_watermark",
-    "last_stable_offset",
-    "time",
-    "offset",
-    "timestamp",
-    "no_match",
+from recovery.cli import render
+from recovery.cli.options import (
+    isolation_option,
+    kafka_options,
+    no_match_option,
+    output_option,
+    topic_option,
 )
+from recovery.kafka.config import KafkaConfig
+from recovery.kafka.specs import TimeSpec
+from recovery.model import Isolation, NoMatch, TopicSelection
 
-_COLUMNS = (
-    ("topic", "TOPIC"),
-    ("partition", "PARTITION"),
-    ("log_start_offset", "LOG-START"),
-    ("high_watermark", "HIGH-WATERMARK"),
-    ("last_stable_offset", "LAST-STABLE"),
-    ("offset", "OFFSET"),
-    ("timestamp_iso", "TIMESTAMP"),
-    ("note", "NOTE"),
-)
+__all__ = ["TimeSpecType", "exclude_internal_option", "offsets_cmd", "selection_from"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class TimeSpecType(click.ParamType[TimeSpec]):
+    """``earliest|latest|max-timestamp|-2|-1|-3|<epoch ms>|<ISO-8601>`` as a :class:`TimeSpec`."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> TimeSpec:
+        from recovery.errors import OffsetSpecError
+        from recovery.kafka.specs import parse_time
+
+        if isinstance(value, TimeSpec):
+            return value
+        try:
+            return parse_time(str(value))
+        except OffsetSpecError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def exclude_internal_option(func: F) -> F:
+    """``--exclude-internal-topics``: leave internal topics out of a regex selection."""
+    return click.option(
+        "--exclude-internal-topics",
+        is_flag=True,
+        help="Leave out internal topics (__consumer_offsets, __transaction_state).",
+    )(func)
+
+
+def selection_from(topics: TopicSelection | None, exclude_internal: bool) -> TopicSelection:
+    """The ``--topic`` selection (required by the Kafka commands), without internal topics if asked."""
+    if topics is None:
+        raise click.UsageError("give the partitions to look at with --topic SPEC (e.g. --topic orders)")
+    return dataclasses.replace(topics, exclude_internal=exclude_internal) if exclude_internal else topics
 
 
 @click.command(name="offsets")
 @kafka_options
-@selection_options
+@topic_option(alias=True)
+@exclude_internal_option
 @click.option(
     "--time",
     "time_spec",
@@ -52,30 +76,30 @@ _COLUMNS = (
     show_default=True,
     help="earliest (-2) | latest (-1) | max-timestamp (-3) | epoch ms | ISO-8601 (UTC unless it has a zone).",
 )
-@click.option(
-    "--no-match",
-    type=click.Choice(["latest", "earliest", "fail"]),
-    default="fail",
-    show_default=True,
-    help="For --time T or max-timestamp: the offset of a partition with no record at or after T.",
+@no_match_option(
+    "For --time T or max-timestamp: the offset of a partition with no record at or after T "
+    "(fail: exit 1, print nothing).",
+    default=NoMatch.FAIL,
 )
 @isolation_option("Whose 'latest' the OFFSET column shows: high watermark or last stable offset.")
 @output_option("table", "json", "csv")
 def offsets_cmd(
-    kafka: Any,
-    topic: str | None,
-    topic_partitions: str | None,
+    kafka: KafkaConfig,
+    topics: TopicSelection | None,
     exclude_internal_topics: bool,
-    time_spec: Any,
-    no_match: str,
-    isolation: str,
+    time_spec: TimeSpec,
+    no_match: NoMatch,
+    isolation: Isolation,
     output: str,
 ) -> None:
     """One line per partition: log start offset, high watermark, last stable offset, and the
     offset --time maps to (with the timestamp of that record).
 
+    The last stable offset is asked for only under --isolation read_committed (it costs one more
+    request per broker); otherwise LAST-STABLE is empty and last_stable_offset null.
+
     For a time T the offset is the first one whose record timestamp is >= T (KIP-79). A partition
-    without such a record is never left out: --no-match says what to use (latest, earliest), and
+    without such a record is never left out: --no-match says what to use (latest or earliest), and
     NOTE / no_match says which partitions fell back; with --no-match fail (the default) the command
     fails (exit 1) and prints nothing. Partitions named explicitly that do not exist are listed
     as TOPIC_GONE / PARTITION_GONE (exit 1).
@@ -88,7 +112,9 @@ def offsets_cmd(
       status                OK | TOPIC_GONE | PARTITION_GONE
       log_start_offset      earliest offset still readable (ListOffsets -2)
       high_watermark        end for read_uncommitted readers (ListOffsets -1)
-      last_stable_offset    end for read_committed readers (-1 under read_committed)
+      last_stable_offset    end for read_committed readers (-1 under read_committed); only
+                            asked for under --isolation read_committed, else null (it costs
+                            one more request per broker)
       time                  the --time asked for (earliest, latest, max-timestamp or epoch ms)
       offset                the offset --time maps to
       timestamp             epoch ms of the record at offset (time lookups only), else null
@@ -96,64 +122,20 @@ def offsets_cmd(
 
     \b
     Example:
-      stream-recovery offsets -b localhost:9092 --topic-partitions 'orders:0-3' \\
+      stream-recovery offsets -b localhost:9092 --topic 'orders:0-3' \\
           --time 2026-11-22T06:00:00Z --no-match latest --output json
     """
-    from recovery.kafka.admin import Isolation, MissingPartition, NoMatch, offset_table
+    selection = selection_from(topics, exclude_internal_topics)
+    from recovery.kafka.admin import admin_for
 
-    selection = selection_from(topic, topic_partitions, exclude_internal_topics)
-    rows = offset_table(
-        kafka, selection, time_spec, isolation=Isolation(isolation), no_match=NoMatch(no_match)
-    )
-    records = [_offset_record(row) for row in rows.values()]
-    emit(records if output != "table" else [_with_table_fields(r) for r in records], output, _COLUMNS)
-    if any(isinstance(row, MissingPartition) for row in rows.values()):
-        sys.exit(ExitCode.ACTION_NEEDED)
+    admin_for(kafka)  # the shared client connects in the background while the rest is imported
+    from recovery.kafka.offsets import offset_table
+    from recovery.report.offsets import OFFSETS_COLUMNS, offset_rows
 
-
-def _offset_record(row: Any) -> dict[str, Any]:
-    from recovery.kafka.admin import MissingPartition
-
-    if isinstance(row, MissingPartition):
-        return {
-            "topic": row.tp.topic,
-            "partition": row.tp.partition,
-            "topic_id": None,
-            "status": row.reason.value,
-            "log_start_offset": None,
-            "high_watermark": None,
-            "last_stable_offset": None,
-            "time": None,
-            "offset": None,
-            "timestamp": None,
-            "no_match": None,
-        }
-    offsets, lookup = row.offsets, row.lookup
-    return {
-        "topic": offsets.tp.topic,
-        "partition": offsets.tp.partition,
-        "topic_id": offsets.topic_id,
-        "status": "OK",
-        "log_start_offset": offsets.log_start,
-        "high_watermark": offsets.high_watermark,
-        "last_stable_offset": offsets.last_stable,
-        "time": str(lookup.time),
-        "offset": lookup.offset,
-        "timestamp": lookup.timestamp_ms,
-        "no_match": lookup.no_match.value if lookup.no_match else None,
-    }
-
-
-def _with_table_fields(record: dict[str, Any]) -> dict[str, Any]:
-    note = ""
-    if record["status"] != "OK":
-        note = record["status"]
-    elif record["no_match"]:
-        moment = record["time"]
-        if moment.isdigit():
-            moment = iso_ms(int(moment))
-        note = f"no record at or after {moment}: {record['no_match']}"
-    return {**record, "timestamp_iso": iso_ms(record["timestamp"]), "note": note}
+    with render.waiting("asking Kafka for the offsets"):
+        table = offset_table(kafka, selection, time_spec, isolation=isolation, no_match=no_match)
+    render.emit(offset_rows(table, output), output, OFFSETS_COLUMNS)
+    sys.exit(table.exit_code)
 
 
 def register(cli: click.Group) -> None:

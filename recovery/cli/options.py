@@ -28,7 +28,7 @@ def stack(func: F, decorators: list[Callable[[Any], Any]]) -> F:
     return func
 
 
-class EnumChoice(click.Choice):
+class EnumChoice(click.Choice[str]):
     """A ``click.Choice`` over a ``StrEnum`` that hands the command the enum member."""
 
     def __init__(self, enum: type[StrEnum]) -> None:
@@ -129,13 +129,15 @@ def isolation_option(help: str) -> Callable[[F], F]:
     )
 
 
-def no_match_option(help: str) -> Callable[[F], F]:
-    """``--no-match latest|earliest|fail`` as a :class:`~recovery.model.NoMatch`."""
+def no_match_option(help: str, *, default: NoMatch = NoMatch.LATEST) -> Callable[[F], F]:
+    """``--no-match latest|earliest|fail`` as a :class:`~recovery.model.NoMatch`. ``offsets`` fails
+    by default (a lookup tool says when nothing matched); reset strategies take latest, as
+    kafka-consumer-groups does."""
     return click.option(
         "--no-match",
         "no_match",
         type=EnumChoice(NoMatch),
-        default=NoMatch.LATEST.value,
+        default=default.value,
         show_default=True,
         help=help,
     )
@@ -170,7 +172,8 @@ def _storage_options(ctx: click.Context, param: click.Parameter, pairs: tuple[st
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", ctx, param)
+            # The argument is not echoed: it may hold a secret.
+            raise click.BadParameter("expected KEY=VALUE (the value given is not shown)", ctx, param)
         out[key] = value
     return out
 
@@ -224,7 +227,7 @@ def topic_option(help: str = TOPIC_HELP, *, alias: bool = False) -> Callable[[F]
 
 def checkpoint_write_options(func: F) -> F:
     """``--force``, ``--active-within SECONDS``, ``--backup-dir URL``: how a command that rewrites a
-    checkpoint guards it (``repair``, ``delta-source repair``, ``checkpoint restore``)."""
+    checkpoint guards it (``repair``, ``delta-source repair``)."""
     decorators = [
         click.option(
             "--force", is_flag=True, help="Write even if the checkpoint looks in use by a running query."
@@ -323,7 +326,10 @@ def strategy_options(func: F) -> F:
             "--from-file", type=click.Path(dir_okay=False), metavar="CSV", help="topic,partition,offset rows."
         ),
         no_match_option("Time strategies: the offset of a partition with no record at or after the time."),
-        topic_option("Limit the repair to these partitions: " + TOPIC_HELP),
+        topic_option(
+            "Limit the repair to these partitions: TOPIC_REGEX[:N|N-M|N-|-M] or TOPIC:0,1,4 (a plain "
+            "topic name means that topic); repeatable."
+        ),
         click.option(
             "--max-loss-records", type=click.IntRange(min=0), help="Refuse if more records are lost in all."
         ),
@@ -336,6 +342,15 @@ def strategy_options(func: F) -> F:
     return stack(wrapper, decorators)  # type: ignore[return-value]
 
 
+def accept_sink_skip_option(func: F) -> F:
+    """``--accept-sink-skip``: write even though the ``--sink`` table would skip the changed batches."""
+    return click.option(
+        "--accept-sink-skip",
+        is_flag=True,
+        help="--execute even though the --sink table would skip batches (their records never reach it).",
+    )(func)
+
+
 def sink_option(help: str = "") -> Callable[[F], F]:
     """``--sink TABLE``: the query's Delta sink table (path or URL)."""
     return click.option(
@@ -346,10 +361,3 @@ def sink_option(help: str = "") -> Callable[[F], F]:
         or "The query's Delta sink table: warn when it would skip batches it believes it wrote "
         "(its txn appId is the query id).",
     )
-
-
-def parse_storage_options(pairs: tuple[str, ...] | dict[str, str]) -> dict[str, str]:
-    """Transitional: commands not yet moved to ``storage_option``'s parsed dict."""
-    if isinstance(pairs, dict):
-        return pairs
-    return _storage_options(click.get_current_context(), click.Option(["--storage-option"]), pairs)

@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from typing import IO, Any
 
 import click
 
-from recovery.cli.options import isolation_option, kafka_options, output_option
-from recovery.cli.tables import TimeSpecType, emit, iso_ms, selection_from, selection_options
-
-_COLUMNS = (
-    ("topic", "TOPIC"),
-    ("partition", "PARTITION"),
-    ("start_offset", "START"),
-    ("end_offset", "END"),
-    ("records", "RECORDS"),
-    ("min_timestamp_iso", "FIRST-TIMESTAMP"),
-    ("max_timestamp_iso", "LAST-TIMESTAMP"),
-    ("gaps_text", "DELETED-WHILE-READING"),
-)
+from recovery.cli import render
+from recovery.cli.offsets import TimeSpecType, exclude_internal_option, selection_from
+from recovery.cli.options import isolation_option, kafka_options, output_option, topic_option
+from recovery.kafka.config import KafkaConfig
+from recovery.kafka.specs import TimeSpec
+from recovery.model import Isolation, TopicSelection
 
 
 @click.command(name="read-to-end")
 @kafka_options
-@selection_options
+@topic_option(alias=True)
+@exclude_internal_option
 @click.option(
     "--from",
     "start",
@@ -54,12 +48,11 @@ _COLUMNS = (
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @output_option("table", "json", "csv")
 def read_to_end_cmd(
-    kafka: Any,
-    topic: str | None,
-    topic_partitions: str | None,
+    kafka: KafkaConfig,
+    topics: TopicSelection | None,
     exclude_internal_topics: bool,
-    start: Any,
-    isolation: str,
+    start: TimeSpec,
+    isolation: Isolation,
     records_file: IO[str] | None,
     deadline: float,
     quiet: bool,
@@ -91,131 +84,69 @@ def read_to_end_cmd(
       stream-recovery read-to-end -b localhost:9092 --topic orders --isolation read_committed \\
           --records orders.jsonl
     """
-    from recovery.kafka.admin import Isolation, MissingPartition, NoMatch, OffsetRow, offset_table
+    selection = selection_from(topics, exclude_internal_topics)
+    from recovery.kafka.admin import admin_for
+
+    admin_for(kafka)  # the shared client connects in the background while the rest is imported
     from recovery.kafka.read import LogReader
-    from recovery.kafka.specs import TimeKind
+    from recovery.report.offsets import READ_COLUMNS, read_rows, record_lines
 
-    selection = selection_from(topic, topic_partitions, exclude_internal_topics)
-    iso = Isolation(isolation)
-    rows = offset_table(kafka, selection, start, isolation=iso, no_match=NoMatch.LATEST)
-    starts: dict[Any, int | None] = {}
-    for tp, row in rows.items():
-        if isinstance(row, MissingPartition):
-            starts[tp] = 0  # LogReader reports it as missing (TopicNotFound, exit 3)
-        else:
-            assert isinstance(row, OffsetRow)
-            starts[tp] = None if start.kind is TimeKind.EARLIEST else row.lookup.offset
-
-    records_to_stdout = records_file is not None and records_file is sys.stdout
     with _progress(quiet) as progress:
-        reader = LogReader(kafka, starts, iso, deadline_s=deadline, progress=progress)
-        for batch in reader.batches():
-            if records_file is not None:
-                records_file.write("".join(_record_line(r) for r in batch))
-    if records_file is not None:
-        records_file.flush()
-    summary = [_summary_record(read) for read in reader.summary.values()]
-    if records_to_stdout:
-        with _stderr_echo():
-            emit(_table_form(summary, output), output, _COLUMNS)
+        with render.waiting("looking up where each partition starts"):
+            reader = LogReader.from_selection(
+                kafka, selection, start, isolation, deadline_s=deadline, progress=progress
+            )
+        if records_file is None:
+            result = reader.run()  # the summary alone: nothing is kept per record
+        else:
+            write = records_file.write
+            for chunks in reader.chunks():
+                write("".join(map(record_lines, chunks)))
+            records_file.flush()
+            result = reader.result()
+    rows = read_rows(result.reads, output)
+    if records_file is sys.stdout:  # the records own stdout: the summary goes to stderr
+        with redirect_stdout(sys.stderr):
+            render.emit(rows, output, READ_COLUMNS)
     else:
-        emit(_table_form(summary, output), output, _COLUMNS)
+        render.emit(rows, output, READ_COLUMNS)
+    sys.exit(result.exit_code)
 
 
-def _table_form(summary: list[dict[str, Any]], output: str) -> list[dict[str, Any]]:
-    if output == "table":
-        return [
-            {
-                **row,
-                "min_timestamp_iso": iso_ms(row["min_timestamp"]),
-                "max_timestamp_iso": iso_ms(row["max_timestamp"]),
-                "gaps_text": " ".join(f"[{a}, {b})" for a, b in row["gaps"]),
-            }
-            for row in summary
-        ]
-    if output == "csv":
-        return [{**row, "gaps": ";".join(f"{a}-{b}" for a, b in row["gaps"])} for row in summary]
-    return summary
+class _Bar:
+    """A transient rich progress bar on stderr, started on the first report (so it does not overlap
+    the waiting line of the offset lookup)."""
 
-
-def _summary_record(read: Any) -> dict[str, Any]:
-    return {
-        "topic": read.tp.topic,
-        "partition": read.tp.partition,
-        "start_offset": read.start,
-        "end_offset": read.end,
-        "records": read.records,
-        "min_timestamp": read.min_timestamp_ms,
-        "max_timestamp": read.max_timestamp_ms,
-        "skipped_offsets": read.skipped_offsets,
-        "gaps": [[gap.start, gap.end] for gap in read.gaps],
-    }
-
-
-def _record_line(record: Any) -> str:
-    parts = [record.key, record.value, *(v for _, v in record.headers)]
-    try:
-        for part in parts:
-            if part is not None:
-                part.decode("utf-8")
-        encoding = "utf-8"
-    except UnicodeDecodeError:
-        encoding = "base64"
-
-    def text(raw: bytes | None) -> str | None:
-        if raw is None:
-            return None
-        return raw.decode("utf-8") if encoding == "utf-8" else base64.b64encode(raw).decode("ascii")
-
-    line = {
-        "topic": record.tp.topic,
-        "partition": record.tp.partition,
-        "offset": record.offset,
-        "timestamp": record.timestamp_ms,
-        "key": text(record.key),
-        "value": text(record.value),
-        "headers": [[name, text(value)] for name, value in record.headers],
-        "encoding": encoding,
-    }
-    return json.dumps(line, ensure_ascii=False) + "\n"
-
-
-class _stderr_echo:
-    """Send click.echo's stdout output to stderr (the records own stdout)."""
-
-    def __enter__(self) -> None:
-        self._saved = sys.stdout
-        sys.stdout = sys.stderr
-
-    def __exit__(self, *exc: object) -> None:
-        sys.stdout = self._saved
-
-
-class _progress:
-    """A transient progress bar on stderr, on a terminal only (and not with -q)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.enabled = not quiet and sys.stderr.isatty()
+    def __init__(self) -> None:
         self._bar: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> Any:
-        if not self.enabled:
-            return None
-        from rich.console import Console
-        from rich.progress import Progress
-
-        self._bar = Progress(console=Console(stderr=True), transient=True)
-        self._bar.start()
-        self._task = self._bar.add_task("reading to the end", total=None)
-        return self.update
-
     def update(self, covered: int, total: int) -> None:
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self._bar = Progress(console=Console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("reading to the end", total=None)
         self._bar.update(self._task, completed=covered, total=max(total, 1))
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Any]:
+    """The progress callback for the reader: a bar on a terminal (not with -q), else None."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    bar = _Bar()
+    try:
+        yield bar.update
+    finally:
+        bar.stop()
 
 
 def register(cli: click.Group) -> None:

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlparse
 
 from recovery.checkpoint.store import Store
 from recovery.delta.model import TableLog, VersionFiles
-from recovery.errors import DeltaError, DeltaTableNotFound, InvalidInput, RecoveryError
+from recovery.errors import DeltaError, DeltaTableNotFound, RecoveryError
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -31,7 +31,7 @@ _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)$")
 
 
 @contextmanager
-def _delta_errors(table: str) -> Iterator[None]:
+def delta_errors(table: str) -> Iterator[None]:
     from deltalake.exceptions import TableNotFoundError
 
     try:
@@ -49,24 +49,28 @@ def open_table(table: str, storage_options: Mapping[str, str] | None = None) -> 
     """``deltalake.DeltaTable`` at ``table`` (its latest version)."""
     from deltalake import DeltaTable
 
-    with _delta_errors(table):
+    with delta_errors(table):
         return DeltaTable(table, storage_options=dict(storage_options) if storage_options else None)
 
 
-def table_id(table: str, storage_options: Mapping[str, str] | None = None) -> str:
-    """The table's ``metaData.id``: what a Delta source records as ``reservoirId``."""
-    dt = open_table(table, storage_options)
-    with _delta_errors(table):
-        return str(dt.metadata().id)
-
-
 def app_transaction_version(
-    table: str, app_id: str, storage_options: Mapping[str, str] | None = None
+    table: str,
+    app_id: str,
+    storage_options: Mapping[str, str] | None = None,
+    *,
+    missing_table_ok: bool = False,
 ) -> int | None:
     """The ``txn`` version recorded for ``app_id`` (a streaming query id for a Delta sink, a
-    ``txnAppId`` for idempotent batch writes); None if the app never wrote to the table."""
-    dt = open_table(table, storage_options)
-    with _delta_errors(table):
+    ``txnAppId`` for idempotent batch writes); None if the app never wrote to the table. With
+    ``missing_table_ok``, also None when there is no table at all (only then: any other storage
+    error still raises)."""
+    try:
+        dt = open_table(table, storage_options)
+    except DeltaTableNotFound:
+        if missing_table_ok:
+            return None
+        raise
+    with delta_errors(table):
         version = dt.transaction_version(app_id)
     return None if version is None else int(version)
 
@@ -126,7 +130,7 @@ def read_table_log(
     Example: ``read_table_log("/data/orders").earliest_change``
     """
     dt = open_table(table, storage_options)
-    with _delta_errors(table):
+    with delta_errors(table):
         identity, latest = str(dt.metadata().id), int(dt.version())
     store = Store(table, storage_options)
     commits, checkpoints = _log_listing(store)

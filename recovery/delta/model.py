@@ -1,7 +1,8 @@
 """Values for Delta-tracked positions: what a table's ``_delta_log`` still holds, what a checkpoint's
 Delta source lines say, and the findings and moves the planning core makes of them.
 
-Standard library, :mod:`recovery.model` and the checkpoint format values only: no IO.
+Standard library, :mod:`recovery.model`, :mod:`recovery.errors` and the checkpoint format values
+only: no IO.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recovery.checkpoint.format import DeltaSourceOffset
+from recovery.errors import ExitCode
+from recovery.model import CheckpointFile
 
 # Error conditions Delta (delta-spark 4.4.0 on Spark 4.2.0) raises on restart, all observed on the
 # rig (tests/delta/test_delta_source_spark.py). Matched by class, never by text: the texts changed
@@ -84,7 +87,7 @@ class DeltaVerdict(StrEnum):
 class DeltaPosition:
     """One Delta source line in one offsets file."""
 
-    file: str  # "offsets/N"
+    file: CheckpointFile  # offsets/N
     offset: DeltaSourceOffset
 
 
@@ -150,7 +153,7 @@ class DeltaMove:
     """One Delta source line rewritten, with the source's loss accounting on the first move."""
 
     source_id: str
-    file: str
+    file: CheckpointFile
     old: DeltaSourceOffset
     new: DeltaSourceOffset
 
@@ -189,8 +192,8 @@ class DeltaPlan:
     refused: str | None = None
 
     @property
-    def files(self) -> tuple[str, ...]:
-        return tuple(sorted({m.file for m in self.moves}, key=lambda f: int(f.rpartition("/")[2])))
+    def files(self) -> tuple[CheckpointFile, ...]:
+        return tuple(sorted({m.file for m in self.moves}))
 
     @property
     def versions_lost(self) -> int:
@@ -215,3 +218,48 @@ class SinkWarning:
     sink_version: int
     next_batch: int
     message: str
+
+
+@dataclass(frozen=True)
+class DeltaSourceResult:
+    """A checkpoint's Delta sources judged against their tables (``plan_delta_source``)."""
+
+    plan: DeltaPlan
+    sink_warning: SinkWarning | None = None
+    backup_id: str | None = None  # the backup set of the originals, once the plan was applied
+    restart_problem: str | None = None  # Spark cannot restart from the checkpoint whatever the offsets
+
+    @property
+    def executed(self) -> bool:
+        return self.backup_id is not None
+
+    @property
+    def needs_action(self) -> bool:
+        return (
+            any(f.needs_action for f in self.plan.findings)
+            or self.sink_warning is not None
+            or self.restart_problem is not None
+        )
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """``delta-source validate``: 1 when Spark would fail or skip versions on restart, the sink would
+        skip batches, or Spark cannot restart from the checkpoint at all; else 0."""
+        return ExitCode.ACTION_NEEDED if self.needs_action else ExitCode.OK
+
+
+@dataclass(frozen=True)
+class DeltaSourceRepair(DeltaSourceResult):
+    """What ``repair_delta_source`` planned, and with ``execute`` applied (``backup_id`` set)."""
+
+    dry_run: bool = True
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 applied or nothing to change; 1 refused, changes pending in a dry run, or nothing to change
+        in the offsets of a checkpoint Spark cannot restart from."""
+        if self.plan.refused:
+            return ExitCode.ACTION_NEEDED
+        if not self.plan.moves:
+            return ExitCode.ACTION_NEEDED if self.restart_problem else ExitCode.OK
+        return ExitCode.OK if self.executed else ExitCode.ACTION_NEEDED

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from recovery.checkpoint.format import DeltaSourceOffset
 from recovery.delta.model import (
@@ -77,7 +78,7 @@ def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
     resume = read.resume.offset
     resume_from, resume_commit = resume.reservoir_version, _first_commit(resume)
     earliest, latest = log.earliest_change, log.latest
-    base = {
+    base: dict[str, Any] = {
         "source_id": read.source_id,
         "table": log.table,
         "needed_from": needed_from,

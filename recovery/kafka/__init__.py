@@ -1,7 +1,15 @@
 """Kafka edges of stream-recovery: offsets, topic identity, reading to the end, consumer groups.
 
-The only modules of the package that import confluent_kafka, and they do it inside functions, so
-importing this package (and starting the CLI) stays fast.
+* :mod:`~recovery.kafka.values`, :mod:`~recovery.kafka.group_values`, :mod:`~recovery.kafka.answers`,
+  :mod:`~recovery.kafka.selection`, :mod:`~recovery.kafka.specs`: values and decisions (pure);
+* :mod:`~recovery.kafka.admin`: the AdminClient (IO), one shared client per config;
+* :mod:`~recovery.kafka.offsets`, :mod:`~recovery.kafka.cluster`, :mod:`~recovery.kafka.groups`,
+  :mod:`~recovery.kafka.read`: what the library asks Kafka, by :class:`KafkaConfig`;
+* ``_errors`` and ``_retry`` (private): error mapping and bounded retries.
+
+Only admin, groups and read import confluent_kafka, and they do it inside functions; the names
+below are imported on first use (``__getattr__``), so importing this package, or one of its
+modules such as ``recovery.kafka.config``, does not import the others and the CLI starts fast.
 
 Example::
 
@@ -10,49 +18,66 @@ Example::
     ranges[TopicPartition("orders", 0)].range  # OffsetRange(start=0, end=1042)
 """
 
-from recovery.kafka.admin import (
-    Isolation,
-    KafkaAdmin,
-    MissingPartition,
-    MissingReason,
-    NoMatch,
-    OffsetRow,
-    PartitionOffsets,
-    TimeLookup,
-    TopicInfo,
-    describe_topics,
-    kafka_admin,
-    offset_ranges,
-    offset_table,
-    offsets_for_time,
-    topic_ids,
-)
-from recovery.kafka.config import KafkaConfig, read_properties
-from recovery.kafka.groups import (
-    GroupActive,
-    GroupOffsets,
-    OffsetOutsideLog,
-    expired_offsets,
-    group_offsets,
-    read_offsets_file,
-    set_group_offsets,
-)
-from recovery.kafka.read import ConsumedRecord, LogReader, PartitionRead, read_to_end
-from recovery.kafka.specs import (
-    PartitionRange,
-    TimeKind,
-    TimeSpec,
-    TopicPattern,
-    TopicSelection,
-    parse_time,
-    parse_topic_partitions,
-    topic_regex,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Public name -> the module that defines it (imported when the name is first used).
+_EXPORTS: dict[str, str] = {
+    "ConsumedRecord": "recovery.kafka.values",
+    "GroupActive": "recovery.errors",
+    "GroupChange": "recovery.kafka.group_values",
+    "GroupOffsets": "recovery.kafka.group_values",
+    "GroupPartition": "recovery.kafka.group_values",
+    "GroupReport": "recovery.kafka.group_values",
+    "Isolation": "recovery.model",
+    "KafkaAdmin": "recovery.kafka.admin",
+    "KafkaConfig": "recovery.kafka.config",
+    "LogReader": "recovery.kafka.read",
+    "MissingPartition": "recovery.kafka.values",
+    "MissingReason": "recovery.kafka.values",
+    "NoMatch": "recovery.model",
+    "OffsetOutsideLog": "recovery.errors",
+    "OffsetRow": "recovery.kafka.values",
+    "OffsetTable": "recovery.kafka.values",
+    "PartitionOffsets": "recovery.kafka.values",
+    "PartitionRange": "recovery.kafka.specs",
+    "PartitionRead": "recovery.kafka.values",
+    "ReadSummary": "recovery.kafka.values",
+    "RecordChunk": "recovery.kafka.values",
+    "TimeKind": "recovery.kafka.specs",
+    "TimeLookup": "recovery.kafka.values",
+    "TimeSpec": "recovery.kafka.specs",
+    "TopicInfo": "recovery.kafka.values",
+    "TopicPattern": "recovery.kafka.specs",
+    "TopicSelection": "recovery.kafka.specs",
+    "admin_for": "recovery.kafka.admin",
+    "describe_topics": "recovery.kafka.offsets",
+    "expired_offsets": "recovery.kafka.groups",
+    "group_offsets": "recovery.kafka.groups",
+    "kafka_admin": "recovery.kafka.admin",
+    "offset_ranges": "recovery.kafka.offsets",
+    "offset_table": "recovery.kafka.offsets",
+    "offsets_for_time": "recovery.kafka.offsets",
+    "parse_time": "recovery.kafka.specs",
+    "parse_topic_partitions": "recovery.kafka.specs",
+    "read_offsets_file": "recovery.kafka.groups",
+    "read_properties": "recovery.kafka.config",
+    "read_to_end": "recovery.kafka.read",
+    "set_group_offsets": "recovery.kafka.groups",
+    "show_group": "recovery.kafka.groups",
+    "topic_ids": "recovery.kafka.offsets",
+    "topic_regex": "recovery.kafka.specs",
+}
 
 __all__ = [
     "ConsumedRecord",
     "GroupActive",
+    "GroupChange",
     "GroupOffsets",
+    "GroupPartition",
+    "GroupReport",
     "Isolation",
     "KafkaAdmin",
     "KafkaConfig",
@@ -62,15 +87,19 @@ __all__ = [
     "NoMatch",
     "OffsetOutsideLog",
     "OffsetRow",
+    "OffsetTable",
     "PartitionOffsets",
     "PartitionRange",
     "PartitionRead",
+    "ReadSummary",
+    "RecordChunk",
     "TimeKind",
     "TimeLookup",
     "TimeSpec",
     "TopicInfo",
     "TopicPattern",
     "TopicSelection",
+    "admin_for",
     "describe_topics",
     "expired_offsets",
     "group_offsets",
@@ -84,6 +113,65 @@ __all__ = [
     "read_properties",
     "read_to_end",
     "set_group_offsets",
+    "show_group",
     "topic_ids",
     "topic_regex",
-]
+]  # = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # the names as mypy and IDEs see them
+    from recovery.errors import GroupActive, OffsetOutsideLog
+    from recovery.kafka.admin import KafkaAdmin, admin_for, kafka_admin
+    from recovery.kafka.config import KafkaConfig, read_properties
+    from recovery.kafka.group_values import GroupChange, GroupOffsets, GroupPartition, GroupReport
+    from recovery.kafka.groups import (
+        expired_offsets,
+        group_offsets,
+        read_offsets_file,
+        set_group_offsets,
+        show_group,
+    )
+    from recovery.kafka.offsets import (
+        describe_topics,
+        offset_ranges,
+        offset_table,
+        offsets_for_time,
+        topic_ids,
+    )
+    from recovery.kafka.read import LogReader, read_to_end
+    from recovery.kafka.specs import (
+        PartitionRange,
+        TimeKind,
+        TimeSpec,
+        TopicPattern,
+        TopicSelection,
+        parse_time,
+        parse_topic_partitions,
+        topic_regex,
+    )
+    from recovery.kafka.values import (
+        ConsumedRecord,
+        MissingPartition,
+        MissingReason,
+        OffsetRow,
+        OffsetTable,
+        PartitionOffsets,
+        PartitionRead,
+        ReadSummary,
+        RecordChunk,
+        TimeLookup,
+        TopicInfo,
+    )
+    from recovery.model import Isolation, NoMatch
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

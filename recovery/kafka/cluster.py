@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from recovery.errors import NoOffsetForTime
 from recovery.kafka.config import KafkaConfig
-from recovery.model import ClusterView, Isolation, NoMatch, OffsetRange, TopicPartition
+from recovery.kafka.values import PartitionOffsets
+from recovery.model import ClusterView, Isolation, NoMatch, TopicPartition, TopicSelection
 
 
 def cluster_view(
@@ -23,16 +25,21 @@ def cluster_view(
 ) -> ClusterView:
     """Every partition of every existing topic in ``topics``, with log start and end (the high
     watermark, or the last stable offset under read_committed), and the topics' ids. A topic absent
-    from the view does not exist."""
-    from recovery.kafka.admin import MissingPartition, describe_topics, offset_ranges
+    from the view does not exist. Each topic is described once (its partitions and id come from
+    the same answer): one Metadata request, then one ListOffsets request per broker for the log
+    starts and one for the ends (under read_committed also one for the high watermarks, which a
+    consistent answer needs), sent together."""
+    from recovery.kafka.admin import admin_for
 
-    infos = describe_topics(kafka, sorted(set(topics)))
-    tps = [TopicPartition(name, p) for name, info in infos.items() if info for p in range(info.partitions)]
-    ranges = offset_ranges(kafka, tps, isolation) if tps else {}
-    partitions: dict[TopicPartition, OffsetRange] = {
-        tp: row.range for tp, row in ranges.items() if not isinstance(row, MissingPartition)
-    }
-    return ClusterView(partitions, {name: info.topic_id for name, info in infos.items() if info})
+    admin = admin_for(kafka)
+    described = admin.describe(sorted(set(topics)))
+    infos = {name: info for name, info in described.items() if info is not None}
+    tps = [TopicPartition(name, p) for name, info in sorted(infos.items()) for p in range(info.partitions)]
+    ranges = admin.offset_ranges(tps, isolation, topics=infos) if tps else {}
+    found = [row for row in ranges.values() if isinstance(row, PartitionOffsets)]
+    return ClusterView(
+        {row.tp: row.range for row in found}, {name: info.topic_id for name, info in sorted(infos.items())}
+    )
 
 
 def time_targets(
@@ -43,8 +50,83 @@ def time_targets(
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
 ) -> Mapping[TopicPartition, int]:
     """The first offset at or after ``timestamp_ms`` in each of ``partitions`` (``no_match`` decides
-    where no record is that new); partitions that do not exist are left out."""
-    from recovery.kafka.admin import MissingPartition, offsets_for_time
+    where no record is that new: the log start, the end, or NoOffsetForTime); partitions that do
+    not exist are left out.
 
-    found = offsets_for_time(kafka, sorted(partitions), timestamp_ms, no_match=no_match, isolation=isolation)
-    return {tp: row.offset for tp, row in found.items() if not isinstance(row, MissingPartition)}
+    One ListOffsets request per broker for the time, and one for the ``no_match`` fallback (log
+    start, or the end for ``isolation``), sent together; no metadata request."""
+    from recovery.kafka._retry import Deadline
+    from recovery.kafka.admin import admin_for, tp_key
+    from recovery.kafka.specs import TimeKind, TimeSpec
+
+    spec = TimeSpec(TimeKind.TIMESTAMP, timestamp_ms)
+    queries = {"time": (spec, isolation)}
+    if no_match is NoMatch.EARLIEST:
+        queries["fallback"] = (TimeSpec(TimeKind.EARLIEST), Isolation.READ_UNCOMMITTED)
+    elif no_match is NoMatch.LATEST:
+        queries["fallback"] = (TimeSpec(TimeKind.LATEST), isolation)
+    tps = sorted(set(partitions), key=tp_key)
+    answers, gone = admin_for(kafka).list_offsets(tps, queries, Deadline(kafka.timeout_s))
+    if gone:
+        # "Unknown partition" can also be a topic whose metadata is still spreading: the full path
+        # (metadata, then asking again until the deadline) tells missing from not yet known.
+        return _time_targets_checked(kafka, tps, timestamp_ms, no_match, isolation)
+    found = answers["time"]
+    unmatched = tuple(sorted((tp for tp, (offset, _) in found.items() if offset < 0), key=tp_key))
+    if unmatched and no_match is NoMatch.FAIL:
+        raise NoOffsetForTime(unmatched, spec.label())
+    fallback = answers.get("fallback", {})
+    targets = {
+        tp: offset if offset >= 0 else fallback[tp][0]
+        for tp, (offset, _) in found.items()
+        if offset >= 0 or tp in fallback
+    }
+    return dict(sorted(targets.items(), key=lambda item: tp_key(item[0])))
+
+
+def _time_targets_checked(
+    kafka: KafkaConfig,
+    partitions: list[TopicPartition],
+    timestamp_ms: int,
+    no_match: NoMatch,
+    isolation: Isolation,
+) -> Mapping[TopicPartition, int]:
+    from recovery.kafka.offsets import offsets_for_time
+    from recovery.kafka.values import TimeLookup
+
+    found = offsets_for_time(kafka, partitions, timestamp_ms, no_match=no_match, isolation=isolation)
+    return {tp: row.offset for tp, row in found.items() if isinstance(row, TimeLookup)}
+
+
+def first_offsets_at(
+    kafka: KafkaConfig,
+    partitions: Iterable[TopicPartition],
+    timestamp_ms: int,
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+) -> Mapping[TopicPartition, int | None]:
+    """KIP-79: the first offset whose record's timestamp is >= ``timestamp_ms`` in each of
+    ``partitions``; None where no record is that new (or it is not readable yet). Partitions that
+    do not exist are left out. One ListOffsets request per broker, no metadata request.
+
+    Example::
+
+        first_offsets_at(kafka, [TopicPartition("orders", 0)], batch_timestamp_ms + 1)
+    """
+    from recovery.kafka._retry import Deadline
+    from recovery.kafka.admin import admin_for, tp_key
+    from recovery.kafka.specs import TimeKind, TimeSpec
+
+    queries = {"time": (TimeSpec(TimeKind.TIMESTAMP, timestamp_ms), isolation)}
+    answers, _gone = admin_for(kafka).list_offsets(partitions, queries, Deadline(kafka.timeout_s))
+    found = sorted(answers["time"].items(), key=lambda item: tp_key(item[0]))
+    return {tp: (offset if offset >= 0 else None) for tp, (offset, _) in found}
+
+
+def topics_matching(kafka: KafkaConfig, selection: TopicSelection) -> frozenset[str]:
+    """The names of the cluster's topics that ``selection`` matches (internal ones only if named)."""
+    from recovery.kafka.admin import admin_for
+
+    names = admin_for(kafka).topic_names()
+    return frozenset(
+        name for name, internal in names.items() if selection.matches_topic(name, internal=internal)
+    )

@@ -84,9 +84,9 @@ class KafkaConfig:
     def __hash__(self) -> int:
         return hash((self.bootstrap_servers, tuple(sorted(self.properties.items())), self.timeout_s))
 
-    def client_config(self, **overrides: object) -> dict[str, object]:
+    def client_config(self, **overrides: str | int | float | bool) -> dict[str, str | int | float | bool]:
         """The settings dict for a confluent_kafka client (contains secrets: never print it)."""
-        settings: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers}
+        settings: dict[str, str | int | float | bool] = {"bootstrap.servers": self.bootstrap_servers}
         settings.update(self.properties)
         # librdkafka logs to stderr by default; our messages carry what a person needs.
         settings.setdefault("log_level", 0)

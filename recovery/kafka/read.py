@@ -2,10 +2,18 @@
 
 Steps, as ``KafkaBasedLog.readToLogEnd`` does them:
 
-1. snapshot each partition's end: the high watermark, or under read_committed the last stable
-   offset (what a read_committed reader can reach);
+1. snapshot each partition's end once: the high watermark, or under read_committed the last
+   stable offset (what a read_committed reader can reach); :meth:`LogReader.from_selection` takes
+   the start and the end from the same ListOffsets answers;
 2. seek to the start positions (``None``: the log start offset);
-3. poll until every partition's position is ≥ its snapshot end, then stop.
+3. consume until every partition's position is ≥ its snapshot end, then stop.
+
+Speed: one consumer is assigned every partition (librdkafka fetches them together, one Fetch
+request per broker, and prefetches while we work); records are taken in batches
+(``Consumer.consume(num_messages=…)``) and handled per run of one partition with C-level
+``map`` calls, so no Python object is made per record unless asked: :meth:`LogReader.run` keeps
+only the summary, :meth:`LogReader.chunks` hands over :class:`~recovery.kafka.values.RecordChunk`
+columns, :meth:`LogReader.batches` makes a :class:`ConsumedRecord` per record.
 
 Edge cases handled:
 
@@ -13,6 +21,7 @@ Edge cases handled:
 * transaction control records take offsets but are never delivered: the consumer's position moves
   past them, so "done" compares the position, not the last record's offset (+1);
 * aborted records are not delivered under read_committed (the position still moves past them);
+* records at or past the snapshot end (written after it) are not part of the read;
 * records deleted under the reader (DeleteRecords, retention): the fetch is OUT_OF_RANGE; as a
   replica fetcher does (``AbstractFetcherThread.handleOutOfRangeError``), reading continues at the
   new log start offset and the skipped offsets are reported as a gap;
@@ -23,64 +32,61 @@ Nothing is committed: the consumer uses ``assign`` (no group membership) and nev
 
 from __future__ import annotations
 
+import bisect
+import operator
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable, TopicNotFound
-from recovery.kafka.admin import (
-    Deadline,
-    Isolation,
-    KafkaAdmin,
-    MissingPartition,
-    error_code,
-    is_transient,
-    scrub,
-    translate,
-)
+from recovery.kafka._errors import error_code, is_transient, scrub, translate
+from recovery.kafka._retry import Deadline
+from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
-from recovery.model import OffsetRange, TopicPartition
+from recovery.kafka.specs import TimeKind, TimeSpec
+from recovery.kafka.values import (
+    ConsumedRecord,
+    MissingPartition,
+    OffsetRow,
+    PartitionOffsets,
+    PartitionRead,
+    ReadSummary,
+    RecordChunk,
+)
+from recovery.model import Isolation, NoMatch, OffsetRange, TopicPartition, TopicSelection
 
+__all__ = [
+    "ConsumedRecord",
+    "LogReader",
+    "PartitionRead",
+    "Progress",
+    "ReadSummary",
+    "RecordChunk",
+    "read_to_end",
+]
 
-@dataclass(frozen=True)
-class ConsumedRecord:
-    """One record as read; ``timestamp_ms`` is None when the record has none."""
+# Consumer settings we choose unless the config sets them (``-X`` / ``--command-config`` win):
+# a deep prefetch queue (librdkafka stops fetching a partition once it holds queued.min.messages
+# of it; the default, 100,000, left the reader waiting on fetches), bounded to 256 MiB in all,
+# and a short broker wait once a partition is caught up (the end-of-partition event comes with
+# the next, empty, fetch answer).
+_FETCH_DEFAULTS: dict[str, str | int | float | bool] = {
+    "queued.min.messages": 1_000_000,
+    "queued.max.messages.kbytes": 256 * 1024,
+    "fetch.wait.max.ms": 100,
+}
+# Seconds between two progress reports (the bar redraws at most that often).
+_PROGRESS_EVERY_S = 0.2
 
-    tp: TopicPartition
-    offset: int
-    timestamp_ms: int | None
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-
-
-@dataclass(frozen=True)
-class PartitionRead:
-    """What reading one partition to its end found.
-
-    ``start`` is where reading began, ``end`` the snapshot end (exclusive), ``records`` how many
-    records were delivered (fewer than ``end - start`` with control records, aborted transactions,
-    compaction or gaps). ``gaps`` are offset ranges deleted while (or before) they could be read.
-    Timestamps are the smallest and largest seen (CreateTime is not monotonic).
-    """
-
-    tp: TopicPartition
-    start: int
-    end: int
-    records: int = 0
-    min_timestamp_ms: int | None = None
-    max_timestamp_ms: int | None = None
-    gaps: tuple[OffsetRange, ...] = ()
-
-    @property
-    def skipped_offsets(self) -> int:
-        return sum(gap.size for gap in self.gaps)
+_TS_VALUE = operator.itemgetter(1)  # Message.timestamp() -> (type, ms): the ms (-1 when none)
 
 
 @dataclass
 class _State:
-    """Mutable progress of one partition (counted per record, so kept out of the frozen value)."""
+    """Mutable progress of one partition (counted per run of records, kept out of the frozen value)."""
 
     tp: TopicPartition
     start: int
@@ -92,11 +98,19 @@ class _State:
     max_ts: int | None = None
     gaps: list[OffsetRange] = field(default_factory=list)
 
-    def count(self, ts: int | None) -> None:
-        self.records += 1
-        if ts is not None:
-            self.min_ts = ts if self.min_ts is None else min(self.min_ts, ts)
-            self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
+    def count(self, stamps: list[int]) -> None:
+        """Add a run of records, given their timestamps (-1: none)."""
+        self.records += len(stamps)
+        lo, hi = min(stamps), max(stamps)
+        if lo < 0:
+            known = [ts for ts in stamps if ts >= 0]
+            if not known:
+                return
+            lo = min(known)
+        if hi < 0:
+            return
+        self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
+        self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
 
     def freeze(self) -> PartitionRead:
         return PartitionRead(
@@ -108,7 +122,13 @@ Progress = Callable[[int, int], None]
 
 
 class LogReader:
-    """Read an assignment to its snapshot end; iterate :meth:`batches`, then look at :attr:`summary`.
+    """Read an assignment to its snapshot end, once, in one of three ways:
+
+    * :meth:`run`: keep only the summary (the fastest);
+    * :meth:`chunks`: per poll, the records as :class:`RecordChunk` columns;
+    * :meth:`batches`: per poll, the records as :class:`ConsumedRecord` values.
+
+    Then look at :attr:`summary` (or :meth:`result`).
 
     Example::
 
@@ -135,13 +155,56 @@ class LogReader:
         self.batch_size = batch_size
         self.progress = progress
         self._states: dict[TopicPartition, _State] = {}
-        self._admin = KafkaAdmin(config)
+        self._admin = admin_for(config)
         self._finished = False
+        # The snapshot, when it was already read (from_selection): not asked for again.
+        self._ranges: Mapping[TopicPartition, PartitionOffsets | MissingPartition] | None = None
+        self._reported_at = 0.0
+        self._one_topic: str | None = None  # the topic, when every partition read is of one topic
+
+    @classmethod
+    def from_selection(
+        cls,
+        config: KafkaConfig,
+        selection: TopicSelection,
+        start: TimeSpec,
+        isolation: Isolation = Isolation.READ_UNCOMMITTED,
+        *,
+        deadline_s: float | None = None,
+        batch_size: int = 1000,
+        progress: Progress | None = None,
+    ) -> LogReader:
+        """A reader of every partition ``selection`` names, from ``start``: ``earliest`` the log start,
+        ``latest`` the end, a time the first record at or after it (the end when there is none).
+
+        The start and the snapshot end come from the same ListOffsets answers (one round). A
+        partition named explicitly that does not exist makes the read raise TopicNotFound.
+        """
+        admin = admin_for(config)
+        tps, topics = admin.resolve(selection)
+        rows = admin.offset_rows(tps, start, isolation, NoMatch.LATEST, topics=topics)
+        # None: from the log start (earliest; and a missing partition, which the read reports).
+        from_log_start = start.kind is TimeKind.EARLIEST
+        starts = {
+            tp: (row.lookup.offset if isinstance(row, OffsetRow) and not from_log_start else None)
+            for tp, row in rows.items()
+        }
+        reader = cls(
+            config, starts, isolation, deadline_s=deadline_s, batch_size=batch_size, progress=progress
+        )
+        reader._ranges = {
+            tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()
+        }
+        return reader
 
     @property
     def summary(self) -> dict[TopicPartition, PartitionRead]:
-        """Per partition: records read, time span and gaps (complete once :meth:`batches` ended)."""
+        """Per partition: records read, time span and gaps (complete once the read ended)."""
         return {tp: state.freeze() for tp, state in self._states.items()}
+
+    def result(self) -> ReadSummary:
+        """The summary as a result value (complete once the read ended)."""
+        return ReadSummary(tuple(self.summary.values()))
 
     @property
     def total_offsets(self) -> int:
@@ -150,8 +213,29 @@ class LogReader:
     def _covered(self) -> int:
         return sum(min(s.position, s.end) - s.start for s in self._states.values())
 
+    # -- the three ways to read ---------------------------------------------------------------------
+
+    def run(self) -> ReadSummary:
+        """Read to the end keeping nothing but the summary; return it."""
+        for _ in self._read(keep=False):
+            pass
+        return self.result()
+
+    def chunks(self) -> Iterator[tuple[RecordChunk, ...]]:
+        """Yield, per poll, its records as chunks (a run of one partition each, in poll order)."""
+        return self._read(keep=True)
+
+    def batches(self) -> Iterator[tuple[ConsumedRecord, ...]]:
+        """Yield the records in batches (each batch from one poll) until every partition is done."""
+        for chunks in self._read(keep=True):
+            yield tuple(record for chunk in chunks for record in chunk.records())
+
+    # -- reading ------------------------------------------------------------------------------------
+
     def _snapshot(self) -> None:
-        ranges = self._admin.offset_ranges(self.starts, self.isolation)
+        ranges = self._ranges
+        if ranges is None:
+            ranges = self._admin.offset_ranges(self.starts, self.isolation)
         missing = [r for r in ranges.values() if isinstance(r, MissingPartition)]
         if missing:
             named = ", ".join(f"{m.tp} ({m.reason.value})" for m in missing[:5])
@@ -168,21 +252,10 @@ class LogReader:
             end = max(offsets.end, start)
             self._states[tp] = _State(tp, start, end, start, done=start >= offsets.end, gaps=gaps)
 
-    def batches(self) -> Iterator[tuple[ConsumedRecord, ...]]:
-        """Yield the records in batches (each batch from one poll) until every partition is done."""
-        from confluent_kafka import Consumer, KafkaException
-
-        if self._finished:
-            raise RuntimeError("a LogReader reads once; make a new one")
-        self._finished = True
-        deadline = Deadline(self.deadline_s)
-        self._snapshot()
-        self._report()
-        todo = [tp for tp, s in self._states.items() if not s.done]
-        if not todo:
-            return
-        settings = self.config.client_config(
-            **{
+    def _consumer_settings(self) -> dict[str, str | int | float | bool]:
+        settings = {k: v for k, v in _FETCH_DEFAULTS.items() if k not in self.config.properties}
+        settings.update(
+            {
                 # A throwaway group id: assign() never joins it and nothing is committed.
                 "group.id": f"stream-recovery-read-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
@@ -193,15 +266,31 @@ class LogReader:
                 "enable.partition.eof": True,
             }
         )
+        return self.config.client_config(**settings)
+
+    def _read(self, *, keep: bool) -> Iterator[tuple[RecordChunk, ...]]:
+        from confluent_kafka import Consumer, KafkaException
+
+        if self._finished:
+            raise RuntimeError("a LogReader reads once; make a new one")
+        self._finished = True
+        deadline = Deadline(self.deadline_s)
+        self._snapshot()
+        self._report(force=True)
+        todo = [tp for tp, s in self._states.items() if not s.done]
+        if not todo:
+            return
+        topics = {tp.topic for tp in todo}
+        self._one_topic = next(iter(topics)) if len(topics) == 1 else None
         try:
-            consumer = Consumer(settings)
+            consumer = Consumer(self._consumer_settings())
         except (KafkaException, ValueError, TypeError) as exc:
             raise ConfigError(
                 f"Kafka consumer settings are invalid: {scrub(str(exc), self.config)}"
             ) from None
         try:
             consumer.assign([self._ktp(tp, self._states[tp].position) for tp in todo])
-            yield from self._poll(consumer, deadline)
+            yield from self._poll(consumer, deadline, keep)
         except KafkaException as exc:
             raise translate(exc, "reading to the end", self.config) from exc
         finally:
@@ -212,35 +301,102 @@ class LogReader:
 
         return KafkaTP(tp.topic, tp.partition, offset)
 
-    def _report(self) -> None:
-        if self.progress is not None:
+    def _report(self, *, force: bool = False) -> None:
+        if self.progress is None:
+            return
+        now = time.monotonic()
+        if force or now - self._reported_at >= _PROGRESS_EVERY_S:
+            self._reported_at = now
             self.progress(self._covered(), self.total_offsets)
 
-    def _poll(self, consumer: Any, deadline: Deadline) -> Iterator[tuple[ConsumedRecord, ...]]:
-        while True:
-            pending = [tp for tp, s in self._states.items() if not s.done]
-            if not pending:
-                return
+    def _poll(self, consumer: Any, deadline: Deadline, keep: bool) -> Iterator[tuple[RecordChunk, ...]]:
+        pending = sum(1 for s in self._states.values() if not s.done)
+        while pending:
             if deadline.expired():
-                raise self._timed_out(pending)
+                raise self._timed_out([tp for tp, s in self._states.items() if not s.done])
             messages = consumer.consume(self.batch_size, timeout=min(0.5, max(0.01, deadline.remaining())))
-            batch: list[ConsumedRecord] = []
-            for message in messages:
-                tp = TopicPartition(message.topic(), message.partition())
-                state = self._states.get(tp)
-                error = message.error()
-                if error is not None:
-                    self._on_error(consumer, tp, state, message, deadline)
+            chunks, events = self._take(consumer, messages, keep)
+            for event in events:
+                self._on_error(consumer, event, deadline)
+            if len(messages) < self.batch_size:
+                # Caught up with what librdkafka prefetched: the position may have moved past
+                # records never delivered (control records, aborted transactions).
+                self._check_positions(consumer)
+            pending = sum(1 for s in self._states.values() if not s.done)
+            self._report(force=not pending)
+            if chunks:
+                yield chunks
+
+    def _take(
+        self, consumer: Any, messages: list[Any], keep: bool
+    ) -> tuple[tuple[RecordChunk, ...], list[Any]]:
+        """Count a poll's records per run of one partition; return the runs as chunks (if ``keep``)
+        and the poll's events (errors, end of partition), in order.
+
+        Per record this costs a few C-level calls (``map`` over ``Message`` methods), no Python
+        bytecode: an event always has timestamp -1 (librdkafka's ``rd_kafka_message_timestamp``),
+        so events are looked for only in a poll with a timestamp < 0. Records of a partition
+        already done, or at or past its snapshot end, are not part of the read.
+        """
+        from confluent_kafka import Message as _Message
+
+        Message: Any = _Message  # its methods are typed loosely (int | None); used through map()
+        if not messages:
+            return (), []
+        stamps = list(map(_TS_VALUE, map(Message.timestamp, messages)))
+        events: list[Any] = []
+        if min(stamps) < 0:  # an event, or a record without a timestamp
+            events = [m for m in messages if m.error() is not None]
+            if events:
+                kept = [i for i, m in enumerate(messages) if m.error() is None]
+                messages, stamps = [messages[i] for i in kept], [stamps[i] for i in kept]
+        chunks: list[RecordChunk] = []
+        at = 0
+        for (topic, partition), size in self._runs(messages):
+            run, run_stamps = messages[at : at + size], stamps[at : at + size]
+            at += size
+            state = self._states.get(TopicPartition(topic, partition))
+            if state is None or state.done:
+                continue
+            offsets: list[int] | None = None
+            if run[-1].offset() >= state.end:
+                offsets = list(map(Message.offset, run))
+                cut = bisect.bisect_left(offsets, state.end)
+                run, run_stamps, offsets = run[:cut], run_stamps[:cut], offsets[:cut]
+                if not run:
+                    self._finish(consumer, state)
                     continue
-                if state is None or state.done or message.offset() >= state.end:
-                    continue  # past the snapshot end: not part of this read
-                batch.append(self._record(tp, message))
-                state.position = message.offset() + 1
-                state.count(batch[-1].timestamp_ms)
-            self._check_positions(consumer)
-            self._report()
-            if batch:
-                yield tuple(batch)
+            state.count(run_stamps)
+            state.position = max(state.position, run[-1].offset() + 1)
+            if keep:
+                chunks.append(
+                    RecordChunk(
+                        state.tp,
+                        offsets if offsets is not None else list(map(Message.offset, run)),
+                        run_stamps,
+                        list(map(Message.key, run)),
+                        list(map(Message.value, run)),
+                        list(map(Message.headers, run)),
+                    )
+                )
+            if state.position >= state.end:
+                self._finish(consumer, state)
+        return tuple(chunks), events
+
+    def _runs(self, messages: list[Any]) -> list[tuple[tuple[str, int], int]]:
+        """``[((topic, partition), length), ...]``: the poll's runs of one partition, in order."""
+        from confluent_kafka import Message as _Message
+
+        Message: Any = _Message
+        if not messages:
+            return []
+        partitions = list(map(Message.partition, messages))
+        if self._one_topic is not None:
+            if partitions.count(partitions[0]) == len(partitions):
+                return [((self._one_topic, partitions[0]), len(partitions))]
+            return [((self._one_topic, p), len(list(run))) for p, run in groupby(partitions)]
+        keys = list(zip(map(Message.topic, messages), partitions, strict=True))
+        return [(key, len(list(run))) for key, run in groupby(keys)]
 
     def _check_positions(self, consumer: Any) -> None:
         pending = [tp for tp, s in self._states.items() if not s.done]
@@ -258,14 +414,14 @@ class LogReader:
         state.done = True
         consumer.pause([self._ktp(state.tp, -1)])
 
-    def _on_error(
-        self, consumer: Any, tp: TopicPartition, state: _State | None, message: Any, deadline: Deadline
-    ) -> None:
+    def _on_error(self, consumer: Any, message: Any, deadline: Deadline) -> None:
         from confluent_kafka import KafkaException
 
         error = message.error()
         name = error.name()
-        if state is None:
+        tp = TopicPartition(message.topic(), message.partition())
+        state = self._states.get(tp)
+        if state is None or state.done:
             return
         if name == "_PARTITION_EOF":
             state.position = max(state.position, message.offset())
@@ -303,20 +459,6 @@ class LogReader:
         consumer.incremental_unassign([self._ktp(tp, -1)])
         consumer.incremental_assign([self._ktp(tp, new_start)])
 
-    def _record(self, tp: TopicPartition, message: Any) -> ConsumedRecord:
-        from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
-
-        kind, ts = message.timestamp()
-        headers = tuple((name, value) for name, value in (message.headers() or ()))
-        return ConsumedRecord(
-            tp,
-            message.offset(),
-            None if kind == TIMESTAMP_NOT_AVAILABLE or ts < 0 else ts,
-            message.key(),
-            message.value(),
-            headers,
-        )
-
     def _timed_out(self, pending: list[TopicPartition]) -> KafkaUnavailable:
         where = ", ".join(
             f"{tp} at {self._states[tp].position} of {self._states[tp].end}" for tp in pending[:5]
@@ -324,7 +466,7 @@ class LogReader:
         more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
         return KafkaUnavailable(
             f"read-to-end did not reach the end within {self.deadline_s:g}s: {where}{more}. "
-            "Nothing beyond what was printed was read; try again with a longer --timeout."
+            "Nothing beyond what was printed was read; try again with a longer deadline (--deadline)."
         )
 
 
@@ -337,7 +479,8 @@ def read_to_end(
 ) -> tuple[list[ConsumedRecord], dict[TopicPartition, PartitionRead]]:
     """Read ``starts`` (``None``: from the log start) to the snapshot end; all records and the summary.
 
-    For large reads iterate :class:`LogReader` ``.batches()`` instead of holding every record.
+    For large reads iterate :class:`LogReader` ``.chunks()`` or ``.batches()`` instead of holding
+    every record, or call ``.run()`` for the summary alone.
     """
     reader = LogReader(config, starts, isolation, deadline_s=deadline_s)
     records = [record for batch in reader.batches() for record in batch]

@@ -25,6 +25,18 @@ from enum import StrEnum
 from recovery.errors import OffsetSpecError
 from recovery.model import PartitionRange, TopicPattern, TopicSelection
 
+__all__ = [
+    "PartitionRange",
+    "TimeKind",
+    "TimeSpec",
+    "TopicPattern",
+    "TopicSelection",
+    "iso_utc",
+    "parse_time",
+    "parse_topic_partitions",
+    "topic_regex",
+]
+
 _ITEM = re.compile(r"^(?P<topic>[^:]*)(?::(?P<parts>[0-9]*|[0-9]*-[0-9]*))?$")
 _BARE_PARTS = re.compile(r"^(?:[0-9]+|[0-9]*-[0-9]*)$")
 

@@ -5,6 +5,9 @@ Start it, use ``broker.bootstrap_servers``, stop it::
     with LocalKafkaBroker() as broker:
         AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics()
 
+or from a shell, as kcat's ``-M`` mock cluster does: ``python -m recovery.local.broker`` prints
+``BROKERS=127.0.0.1:<port>`` and serves until Ctrl-C or end of input.
+
 Steps, as Kafka's quickstart does them with ``kafka-storage.sh`` and ``kafka-server-start.sh``:
 pick free loopback ports, write ``server.properties`` in a temp dir, format the storage with
 ``kafka.tools.StorageTool``, start ``kafka.Kafka``, wait until it serves metadata. ``stop()`` sends
@@ -29,12 +32,14 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import ClassVar
 
 from recovery.errors import RigError
 from recovery.local.jars import jar_dir
@@ -94,6 +99,10 @@ class LocalKafkaBroker:
     DEBUG makes the broker log every request it completes.
     """
 
+    # Brokers this process has started: the tests' fast lane (`pytest -m "not integration"`)
+    # checks that none was.
+    launched: ClassVar[int] = 0
+
     def __init__(
         self,
         *,
@@ -136,6 +145,7 @@ class LocalKafkaBroker:
     def start(self) -> LocalKafkaBroker:
         if self._proc is not None:
             return self
+        LocalKafkaBroker.launched += 1
         self._workdir = Path(tempfile.mkdtemp(prefix="stream-recovery-kafka-"))
         atexit.register(self.stop)
         try:
@@ -283,11 +293,35 @@ class LocalKafkaBroker:
             with contextlib.suppress(Exception):
                 metadata = admin.list_topics(timeout=1)
                 if metadata.brokers:
+                    self._wait_for_producer_ids(deadline)
                     return
             time.sleep(0.2)
         raise RigError(
             f"the Kafka broker did not serve metadata within {self._start_timeout:.0f}s:\n{self._log_tail()}"
         )
+
+    def _wait_for_producer_ids(self, deadline: float) -> None:
+        """Ready means a producer can start: on a fresh KRaft broker the first InitProducerId answers
+        COORDINATOR_LOAD_IN_PROGRESS until the broker has a block of producer ids from the controller
+        (and librdkafka logs ``GETPID ... Failed to acquire idempotence PID`` while it retries). One
+        transactional producer, silent, waits that out here, so the idempotent producers of the tests
+        and the demo find the ids ready."""
+        from confluent_kafka import KafkaException, Producer
+
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "transactional.id": "stream-recovery-rig-ready",
+                "log_level": 0,
+            }
+        )
+        try:
+            producer.init_transactions(max(1.0, deadline - time.monotonic()))
+        except KafkaException as exc:
+            raise RigError(
+                f"the Kafka broker did not hand out producer ids within {self._start_timeout:.0f}s: "
+                f"{exc}\n{self._log_tail()}"
+            ) from exc
 
     def _log_tail(self, lines: int = 30) -> str:
         if self._workdir is None:
@@ -311,3 +345,17 @@ class LocalKafkaBroker:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def main() -> None:
+    """``python -m recovery.local.broker``: start a broker, print ``BROKERS=host:port`` on stdout,
+    stop on Ctrl-C or end of input (as kcat ``-M`` does)."""
+    with LocalKafkaBroker() as broker:
+        print(f"BROKERS={broker.bootstrap_servers}", flush=True)
+        print(f"% broker log {broker.log_path}; Ctrl-C or end of input stops it", file=sys.stderr, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

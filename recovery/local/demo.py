@@ -20,14 +20,22 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
+from recovery.cli.render import table_lines
 from recovery.local import topics
 from recovery.local.broker import LocalKafkaBroker
 from recovery.local.jars import versions
 
 TOPIC = "orders"
 PARTITIONS = 3
+LOSS_COLUMNS = (
+    ("topic", "TOPIC"),
+    ("partition", "PARTITION"),
+    ("checkpoint_offset", "CHECKPOINT"),
+    ("log_start_offset", "LOG-START"),
+    ("high_watermark", "LOG-END"),
+    ("records_lost", "LOST"),
+)
 out = Console(soft_wrap=True)
 
 
@@ -38,8 +46,9 @@ def _checkpoint_offsets(checkpoint: Path) -> dict[int, int]:
     return {int(p): o for p, o in json.loads(newest.read_text().split("\n")[2])[TOPIC].items()}
 
 
-def _cli(*args: str) -> None:
-    """Run the real CLI, as an operator would, and show its output."""
+def _cli(*args: str, expect: int) -> None:
+    """Run the real CLI, as an operator would, and show its output; stop if its exit code is not the
+    one the story expects (a CLI error must not scroll by as part of the demo)."""
     out.print(f"  [dim]$ stream-recovery {' '.join(args)}[/]")
     done = subprocess.run(
         [sys.executable, "-m", "recovery", *args], capture_output=True, text=True, check=False
@@ -47,6 +56,9 @@ def _cli(*args: str) -> None:
     for line in (done.stdout + done.stderr).splitlines():
         out.print(f"    {line}", markup=False, highlight=False)
     out.print(f"  [dim](exit code {done.returncode})[/]")
+    if done.returncode != expect:
+        out.print(f"[red]Unexpected: exit code {done.returncode}, the story expects {expect}.[/]")
+        raise SystemExit(1)
 
 
 def _step(text: str) -> None:
@@ -57,7 +69,7 @@ def main() -> None:
     from pyspark.errors import StreamingQueryException
 
     from recovery.local.pipeline import run_once
-    from recovery.local.spark import error_conditions, jvm_versions, local_spark
+    from recovery.local.spark import error_conditions, jvm_versions, local_spark, spark_log
 
     workdir = Path(tempfile.mkdtemp(prefix="stream-recovery-demo-"))
     table, checkpoint = str(workdir / "orders_delta"), workdir / "checkpoint"
@@ -73,7 +85,7 @@ def main() -> None:
 
             _step("Starting Spark with the Kafka connector and Delta jars")
             spark = local_spark("stream-recovery-demo", {"spark.ui.showConsoleProgress": "false"})
-            spark.sparkContext.setLogLevel("OFF")  # the demo prints the failure itself
+            out.print(f"  Spark's own output and log: {spark_log()}")
             for name, version in jvm_versions(spark).items():
                 out.print(f"  {name:32} {version}")
 
@@ -95,18 +107,22 @@ def main() -> None:
             topics.produce(bootstrap, TOPIC, topics.keyed_records(100, partitions=PARTITIONS, start=1000))
             topics.delete_records(bootstrap, TOPIC, {0: saved[0] + 15, 1: saved[1] + 15})
 
-            report = Table("partition", "checkpoint offset", "log start", "high watermark", "records lost")
+            positions = []
             for partition in range(PARTITIONS):
                 start, end = topics.offset_range(bootstrap, TOPIC, partition)
-                lost = max(0, start - saved[partition])
-                report.add_row(
-                    f"{TOPIC} [{partition}]",
-                    str(saved[partition]),
-                    str(start),
-                    str(end),
-                    f"[red]{lost}[/]" if lost else "0",
+                positions.append(
+                    {
+                        "topic": TOPIC,
+                        "partition": partition,
+                        "checkpoint_offset": saved[partition],
+                        "log_start_offset": start,
+                        "high_watermark": end,
+                        "records_lost": max(0, start - saved[partition]),
+                    }
                 )
-            out.print(report)
+            # The CLI's own table style (validate prints the same columns below).
+            for line in table_lines(positions, LOSS_COLUMNS):
+                out.print(f"  {line}", markup=False, highlight=False)
 
             _step("Restarting the job from its checkpoint")
             try:
@@ -122,14 +138,14 @@ def main() -> None:
                 out.print(f"    {line}", markup=False, highlight=False)
 
             _step("Pre-start check: stream-recovery validate (no Spark, no JVM)")
-            _cli("validate", str(checkpoint), "-b", bootstrap)
+            _cli("validate", str(checkpoint), "-b", bootstrap, expect=1)  # 1: action needed
 
             _step("The repair plan: stream-recovery repair (a dry run by default)")
-            _cli("repair", str(checkpoint), "-b", bootstrap)
+            _cli("repair", str(checkpoint), "-b", bootstrap, expect=1)  # 1: a dry run with changes pending
 
             _step("Apply it: --execute (backup, atomic rewrite, fresh .crc). The job is stopped: --force")
-            _cli("repair", str(checkpoint), "-b", bootstrap, "--execute", "--force")
-            _cli("checkpoint", "backups", str(checkpoint))
+            _cli("repair", str(checkpoint), "-b", bootstrap, "--execute", "--force", expect=0)
+            _cli("checkpoint", "backups", str(checkpoint), expect=0)
 
             _step("Restarting the job from the repaired checkpoint")
             run_once(spark, **args)

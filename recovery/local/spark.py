@@ -8,6 +8,7 @@ exactly one copy of each class is on the path. No Ivy: the jars come from ``make
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +18,8 @@ from recovery.local.jars import jars, split_jar_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+_log: Path | None = None
 
 
 def spark_jars() -> list[Path]:
@@ -28,32 +31,55 @@ def spark_jars() -> list[Path]:
 
 
 def local_spark(app_name: str = "stream-recovery-rig", conf: Mapping[str, str] | None = None) -> SparkSession:
-    """Build (or return the running) local SparkSession for the rig."""
+    """Build (or return the running) local SparkSession for the rig.
+
+    The first call in a process starts Spark's JVM with its stdout and stderr (the JDK's own warnings
+    and log4j's console output, WARN and above) going to a file, :func:`spark_log`, as the broker's
+    go to its ``server.log``: a test's or the demo's terminal shows what Python reports, and a Spark
+    failure still reaches the caller as a pyspark exception carrying Spark's error.
+    """
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    global _log
     scratch = Path(tempfile.mkdtemp(prefix="stream-recovery-spark-"))
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName(app_name)
-        .config("spark.jars", ",".join(str(p) for p in spark_jars()))
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.sql.catalogImplementation", "in-memory")
-        .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
-        .config("spark.local.dir", str(scratch / "local"))
-        .config("spark.driver.memory", "2g")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.sql.streaming.stopTimeout", "30s")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    settings = {
+        "spark.master": "local[2]",
+        "spark.app.name": app_name,
+        "spark.jars": ",".join(str(p) for p in spark_jars()),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+        "spark.local.dir": str(scratch / "local"),
+        "spark.driver.memory": "2g",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.sql.streaming.stopTimeout": "30s",
+        "spark.ui.showConsoleProgress": "false",
+        **(conf or {}),
+    }
+    spark_conf = SparkConf().setAll(list(settings.items()))
+    if SparkContext._gateway is None:  # no JVM in this process yet: start it, output to a file
+        from pyspark.java_gateway import launch_gateway
+
+        _log = scratch / "spark.log"
+        with _log.open("ab") as out:  # the JVM holds its own copy of the descriptor
+            # popen_kwargs is pyspark's documented way to capture the gateway JVM's stdout/stderr.
+            gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                spark_conf, popen_kwargs={"stdout": out, "stderr": subprocess.STDOUT}
+            )
+        SparkContext(conf=spark_conf, gateway=gateway)
+    spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def spark_log() -> Path | None:
+    """The file the rig's Spark JVM writes its output and log to (None: not started by the rig)."""
+    return _log
 
 
 def jvm_versions(spark: SparkSession) -> dict[str, str]:

@@ -7,9 +7,11 @@ Records are keyed and may carry a chosen CreateTime timestamp, so tests can plac
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from recovery.errors import RigError
@@ -27,10 +29,10 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def _wait(futures: Mapping[object, object], what: str, timeout: float = 30.0) -> None:
+def _wait(futures: Mapping[Any, Future[Any]], what: str, timeout: float = 30.0) -> None:
     for key, future in futures.items():
         try:
-            future.result(timeout=timeout)  # type: ignore[attr-defined]
+            future.result(timeout=timeout)
         except KafkaException as exc:
             raise RigError(f"{what} {key}: {exc}") from exc
 
@@ -77,18 +79,21 @@ def produce(bootstrap: str, topic: str, records: Iterable[Record]) -> int:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     errors: list[str] = []
 
-    def on_delivery(err: object, _msg: object) -> None:
+    def on_delivery(err: KafkaError | None, _msg: Message) -> None:
         if err is not None:
             errors.append(str(err))
 
     count = 0
     for rec in records:
-        kwargs: dict[str, object] = {"key": rec.key, "value": rec.value, "on_delivery": on_delivery}
-        if rec.partition is not None:
-            kwargs["partition"] = rec.partition
-        if rec.timestamp_ms is not None:
-            kwargs["timestamp"] = rec.timestamp_ms
-        producer.produce(topic, **kwargs)
+        producer.produce(
+            topic,
+            key=rec.key,
+            value=rec.value,
+            # librdkafka's "unassigned" partition (-1: the partitioner picks) and "now" timestamp (0).
+            partition=-1 if rec.partition is None else rec.partition,
+            timestamp=rec.timestamp_ms or 0,
+            on_delivery=on_delivery,
+        )
         producer.poll(0)
         count += 1
     remaining = producer.flush(30)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import Any
 
-from recovery.model import Finding, Move
+from recovery.model import Finding, Move, Plan
+from recovery.results import RepairResult, Report, StartingOffsets
 
 
 def describe_finding(f: Finding) -> str:
@@ -13,7 +16,7 @@ def describe_finding(f: Finding) -> str:
     where = f"checkpoint {f.position if f.position is not None else '-'}"
     if f.available is not None:
         where += f", log [{f.available.start}, {f.available.end})"
-    lost = f"{f.records_lost} records lost; " if f.records_lost else ""
+    lost = f"{_count(f.records_lost, f.upper_bound)} records lost; " if f.records_lost else ""
     return (
         f"{f.tp} {f.verdict.value}: {where}: {lost}on restart {spark_outcome(f)}. {f.detail}".rstrip(". ")
         + "."
@@ -25,20 +28,242 @@ def spark_outcome(f: Finding, *, short: bool = False) -> str:
     if f.spark_error:
         return f.spark_error if short else f"Spark fails with {f.spark_error}"
     if f.silently_skipped:
-        return (
-            f"runs, silently skips {f.silently_skipped}"
-            if short
-            else (f"Spark silently skips {f.silently_skipped} records")
-        )
+        n = _count(f.silently_skipped, f.upper_bound)
+        return f"runs, silently skips {n}" if short else f"Spark silently skips {n} records"
     return "runs" if short else "Spark runs"
+
+
+def _count(n: int, upper_bound: bool) -> str:
+    """Records counted in offsets under read_committed (aborted records, markers): an upper bound."""
+    return f"at most {n}" if upper_bound and n else str(n)
 
 
 def describe_move(m: Move) -> str:
     old = "-" if m.old is None else str(m.old)
     new = "dropped" if m.new is None else str(m.new)
-    return f"{m.tp} {old} -> {new} (lost {m.lost}, skipped {m.skipped}, replayed {m.replayed})"
+    lost = _count(m.lost, m.upper_bound) + (" + unknown (recreated topic)" if m.lost_unknown else "")
+    skipped = _count(m.skipped, m.upper_bound)
+    return f"{m.tp} {old} -> {new} (lost {lost}, skipped {skipped}, replayed {m.replayed})"
 
 
 def findings_text(findings: Iterable[Finding]) -> str:
     lines = [describe_finding(f) for f in findings if f.needs_action]
     return "\n".join(lines) if lines else "all partitions OK"
+
+
+# -- rows and lines for validate, repair and starting-offsets ------------------------------------
+# JSON keys of a finding row (one per partition of each Kafka source, sorted by source, topic,
+# partition): source, topic, partition, verdict, checkpoint_offset (where Spark resumes), batch_end
+# (stored end of a re-run batch), log_start_offset, log_end_offset (high watermark, or last stable
+# offset under read_committed), records_lost, records_lost_upper_bound (true under read_committed:
+# lost and skipped are counted in offsets, aborted records and markers included), spark_error (error
+# condition on restart with failOnDataLoss=true; null: it runs), silently_skipped (records skipped
+# with failOnDataLoss=false), detail, notes (what the outcome depends on; what cannot be told).
+# Tables add on_restart (spark_error, or "runs[, silently skips N]") and print LOST as "at most N"
+# when it is an upper bound.
+
+VALIDATE_COLUMNS = (
+    ("source", "SOURCE"),
+    ("topic", "TOPIC"),
+    ("partition", "PARTITION"),
+    ("verdict", "VERDICT"),
+    ("checkpoint_offset", "CHECKPOINT"),
+    ("log_start_offset", "LOG-START"),
+    ("log_end_offset", "LOG-END"),
+    ("records_lost", "LOST"),
+    ("on_restart", "SPARK-ON-RESTART"),
+)
+MOVE_COLUMNS = (
+    ("source", "SOURCE"),
+    ("topic", "TOPIC"),
+    ("partition", "PARTITION"),
+    ("verdict", "VERDICT"),
+    ("old", "FROM"),
+    ("new", "TO"),
+    ("lost", "LOST"),
+    ("skipped", "SKIPPED"),
+    ("replayed", "REPLAYED"),
+)
+STARTING_COLUMNS = (
+    ("topic", "TOPIC"),
+    ("partition", "PARTITION"),
+    ("offset", "OFFSET"),
+    ("origin", "FROM"),
+    ("note", "NOTE"),
+)
+
+
+def finding_rows(findings: Iterable[Finding], *, table: bool = False) -> list[dict[str, Any]]:
+    rows = []
+    for f in findings:
+        row: dict[str, Any] = {
+            "source": f.source_id,
+            "topic": f.tp.topic,
+            "partition": f.tp.partition,
+            "verdict": f.verdict.value,
+            "checkpoint_offset": f.position,
+            "batch_end": f.batch_end,
+            "log_start_offset": f.available.start if f.available else None,
+            "log_end_offset": f.available.end if f.available else None,
+            "records_lost": f.records_lost,
+            "records_lost_upper_bound": f.upper_bound,
+            "spark_error": f.spark_error,
+            "silently_skipped": f.silently_skipped,
+            "detail": f.detail,
+            "notes": list(f.notes),
+        }
+        if table:
+            row["on_restart"] = spark_outcome(f, short=True)
+            row["records_lost"] = _count(f.records_lost, f.upper_bound)
+        rows.append(row)
+    return rows
+
+
+def move_rows(moves: Iterable[Move]) -> list[dict[str, Any]]:
+    return [
+        {
+            "source": m.source_id,
+            "topic": m.tp.topic,
+            "partition": m.tp.partition,
+            "verdict": m.verdict.value,
+            "old": m.old,
+            "new": m.new,
+            "lost": m.lost,
+            "skipped": m.skipped,
+            "replayed": m.replayed,
+            "lost_unknown": m.lost_unknown,
+            "upper_bound": m.upper_bound,
+            "reason": m.reason,
+        }
+        for m in moves
+    ]
+
+
+def context_line(what: Report | Plan) -> str:
+    """``checkpoint /chk (query …): Spark re-runs uncommitted batch 1 next``."""
+    run = "re-runs uncommitted batch" if what.rerun else "starts batch"
+    return f"checkpoint {what.checkpoint} (query {what.query_id}): Spark {run} {what.batch_id} next"
+
+
+def report_body(report: Report) -> dict[str, Any]:
+    """``validate --output json``."""
+    return {
+        "checkpoint": report.checkpoint,
+        "query_id": report.query_id,
+        "batch_id": report.batch_id,
+        "rerun": report.rerun,
+        "isolation": report.isolation.value,
+        "needs_action": report.needs_action,
+        "sink_warning": report.sink_warning,
+        "issues": [{"level": i.level.value, "message": i.message} for i in report.issues],
+        "partitions": finding_rows(report.findings),
+    }
+
+
+def report_notes(report: Report) -> list[str]:
+    """The ``%`` lines after ``validate``'s table."""
+    lines = [f"{issue.level.value}: {issue.message}" for issue in report.issues]
+    lines += [f"{f.tp}: {f.detail}" for f in report.findings if f.needs_action]
+    notes = _unique_notes(report.findings)
+    lines += notes
+    if report.sink_warning:
+        lines.append(f"warning: {report.sink_warning}")
+    if report.needs_action:
+        lines.append("action needed: see `stream-recovery repair`")
+    elif any("topic ids never recorded" in n for n in notes):
+        lines.append("healthy as far as can be told (see the notes above)")
+    else:
+        lines.append("healthy")
+    return lines
+
+
+def _unique_notes(findings: Iterable[Finding]) -> list[str]:
+    """Each finding's notes once, prefixed with the partitions they are about."""
+    by_note: dict[str, list[str]] = {}
+    for f in findings:
+        for n in f.notes:
+            by_note.setdefault(n, []).append(str(f.tp))
+    return [f"{', '.join(tps)}: {n}" for n, tps in by_note.items()]
+
+
+def repair_body(result: RepairResult) -> dict[str, Any]:
+    """``repair --output json``."""
+    plan = result.plan
+    return {
+        "checkpoint": plan.checkpoint,
+        "query_id": plan.query_id,
+        "batch_id": plan.batch_id,
+        "rerun": plan.rerun,
+        "strategy": plan.strategy,
+        "isolation": plan.isolation.value,
+        "partitions": finding_rows(plan.findings),
+        "moves": move_rows(plan.moves),
+        "changes": [
+            {"file": str(c.file), "source": c.source_id, "topic": c.tp.topic, "partition": c.tp.partition}
+            | {"old": c.old, "new": c.new}
+            for c in plan.changes
+        ],
+        "totals": {"lost": plan.lost, "skipped": plan.skipped, "replayed": plan.replayed}
+        | ({"lost_unknown": True} if plan.lost_unknown else {})
+        | ({"upper_bound": True} if plan.upper_bound else {}),
+        "refused": plan.refused,
+        "executed": result.executed,
+        "backup_id": result.backup_id,
+        "sink_warning": result.sink_warning,
+    }
+
+
+def repair_notes(result: RepairResult) -> list[str]:
+    """The ``%`` lines after ``repair``'s table: each move's reason, the totals, the outcome."""
+    plan = result.plan
+    lines = [f"{move.tp}: {move.reason}" for move in plan.moves]
+    if result.sink_warning:
+        lines.append(f"warning: {result.sink_warning}")
+    files = ", ".join(map(str, plan.files)) or "none"
+    lines += _unique_notes(plan.findings)
+    lost = _count(plan.lost, plan.upper_bound) + (
+        " (plus an unknown number: a recreated topic's unread records)" if plan.lost_unknown else ""
+    )
+    lines.append(
+        f"strategy {plan.strategy}: {len(plan.moves)} partitions move, {lost} records lost, "
+        f"{_count(plan.skipped, plan.upper_bound)} skipped, {plan.replayed} replayed; files: {files}"
+    )
+    if plan.refused:
+        return lines  # the refusal itself is the error line
+    if not result.executed:
+        lines.append(
+            "dry run: nothing was written; add --execute to apply" if plan.changes else "nothing to change"
+        )
+    elif result.backup_id:
+        lines.append(f"applied; originals backed up as {result.backup_id}")
+    else:
+        lines.append("nothing to change")
+    return lines
+
+
+def refusal_line(result: RepairResult) -> str | None:
+    return f"repair refused: {result.plan.refused}. Nothing was written." if result.plan.refused else None
+
+
+def starting_rows(result: StartingOffsets) -> list[dict[str, Any]]:
+    return [
+        {
+            "topic": r.tp.topic,
+            "partition": r.tp.partition,
+            "offset": r.offset,
+            "origin": r.origin,
+            "note": r.note,
+            "lost": r.lost,
+            "skipped": r.skipped,
+        }
+        for r in result.rows
+    ]
+
+
+def starting_body(result: StartingOffsets) -> dict[str, Any]:
+    """``starting-offsets --output json``."""
+    return {
+        "startingOffsets": json.loads(result.to_json()),
+        "partitions": starting_rows(result),
+        "caveats": list(result.caveats),
+    }

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from chk_builder import QUERY_ID, checkpoint_files, tree, write_checkpoint
+from chk_builder import META, QUERY_ID, checkpoint_files, tree, write_checkpoint
 
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.cli import main
@@ -61,6 +61,7 @@ def test_show_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert info["files"] == [
         {"path": "commits/1", "size": 29, "crc": "ok"},
         {"path": "metadata", "size": 45, "crc": "ok"},
+        {"path": "offsets/1", "size": len(checkpoint_files()["offsets/1"]), "crc": "ok"},
         {"path": "offsets/2", "size": len(checkpoint_files()["offsets/2"]), "crc": "ok"},
         {"path": "sources/0/0", "size": 34, "crc": "ok"},
     ]
@@ -77,18 +78,53 @@ def test_show_a_chosen_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_show_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = write_checkpoint(tmp_path / "chk")
     code, out, err = run(capsys, "checkpoint", "show", str(root))
-    assert (code, err) == (0, "")
-    lines = out.splitlines()
-    assert lines[:5] == [
-        f"checkpoint  {root}",
-        f"query id    {QUERY_ID}",
-        "offsets     0..2 (3 files), latest 2",
-        "commits     0..2 (3 files), latest 2",
-        "next run    batch 3 starts from offsets/2; its end is read fresh from the source",
-    ]
-    assert "sources in offsets/2" in out
-    rows = [line for line in lines if "orders" in line]
-    assert len(rows) == 3 and all(" 30 " in row and " 0 " in row for row in rows)
+    assert code == 0
+    assert out == (
+        "SOURCE  KIND   TOPIC   PARTITION  OFFSET  INITIAL\n"
+        "0       kafka  orders          0      30  0\n"
+        "0       kafka  orders          1      30  0\n"
+        "0       kafka  orders          2      30  0\n"
+    )
+    assert err == (
+        f"% checkpoint {root} (query {QUERY_ID})\n"
+        "% offsets/ 0..2 (3 files); commits/ 0..2 (3 files)\n"
+        "% sources of batch 2 (offsets/2, batch timestamp 2026-11-22T06:00:12.050Z)\n"
+        "% next run: batch 3 starts from offsets/2; its end is read fresh from the source\n"
+        "% read commits/2: 29 bytes, .crc ok\n"
+        "% read metadata: 45 bytes, .crc ok\n"
+        f"% read offsets/1: {len(checkpoint_files()['offsets/1'])} bytes, .crc ok\n"
+        f"% read offsets/2: {len(checkpoint_files()['offsets/2'])} bytes, .crc ok\n"
+        "% read sources/0/0: 34 bytes, .crc ok\n"
+    )
+
+
+def test_show_a_kafka_and_a_rate_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = checkpoint_files(batches=1, committed=0, crc=False)
+    files["offsets/0"] = f'v1\n{META}\n{{"orders":{{"1":5}}}}\n7'.encode()
+    root = write_checkpoint(tmp_path / "chk", files)
+    code, out, err = run(capsys, "checkpoint", "show", str(root))
+    assert code == 0
+    assert out == (
+        "SOURCE  KIND    TOPIC   PARTITION  OFFSET  INITIAL  TEXT\n"
+        "0       kafka   orders          1       5  0\n"
+        "1       opaque                                      7\n"
+    )
+    assert "% next run: batch 0 runs from the initial offsets (sources/<i>/0) to offsets/0\n" in err
+
+
+def test_show_exits_2_when_spark_would_refuse_to_restart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {k: v for k, v in checkpoint_files(committed=1).items() if "offsets/" not in k or "1" not in k}
+    root = write_checkpoint(tmp_path / "chk", files)
+    code, out, err = run(capsys, "checkpoint", "show", str(root))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"Error: {root}/offsets/1 is missing: Spark needs it to restart from batch 2 "
+        "(The offset log for batch 1 doesn't exist); Spark cannot restart from it\n"
+    )
+    code, out, _ = run(capsys, "checkpoint", "show", str(root), "--output", "json")
+    assert (code, out) == (2, "")
 
 
 @pytest.mark.parametrize(
@@ -163,38 +199,80 @@ def test_backups_and_restore(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     original = tree(root)
     backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}})
 
-    code, out, _ = run(capsys, "checkpoint", "backups", str(root), "--output", "json")
-    assert code == 0
-    (row,) = json.loads(out)
-    assert (row["id"], row["reason"], row["files"], row["absent"]) == (
-        backup.id,
-        "rewrite-offsets",
-        ["offsets/2", "offsets/.2.crc"],
-        [],
+    code, out, err = run(capsys, "checkpoint", "backups", str(root), "--output", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == [
+        {
+            "id": backup.id,
+            "created": backup.created,
+            "reason": "rewrite-offsets",
+            "files": ["offsets/2", "offsets/.2.crc"],
+            "absent": [],
+            "location": f"{root}/_recovery/backups/{backup.id}",
+        }
+    ]
+    code, out, err = run(capsys, "checkpoint", "backups", str(root))
+    id_width, created_width = len(backup.id), len(backup.created)
+    assert (code, err) == (0, "")
+    assert out == (
+        f"{'ID'.ljust(id_width)}  {'CREATED'.ljust(created_width)}  REASON           "
+        "FILES                     ABSENT\n"
+        f"{backup.id}  {backup.created}  rewrite-offsets  offsets/2 offsets/.2.crc\n"
     )
-    code, out, _ = run(capsys, "checkpoint", "backups", str(root))
-    assert (code, out) == (0, f"{backup.id}  {backup.created}  rewrite-offsets  offsets/2 offsets/.2.crc\n")
 
     rewritten = tree(root)
+    table = "PATH            CHANGE\noffsets/2       restore\noffsets/.2.crc  restore\n"
     code, out, err = run(capsys, "checkpoint", "restore", str(root))
-    assert (code, out) == (0, "would restore offsets/2\nwould restore offsets/.2.crc\n")
-    assert err == "dry run: nothing was written; add --execute to restore\n"
+    assert (code, out) == (1, table)  # a dry run with changes pending, as repair's
+    assert err == f"% dry run of backup {backup.id}: nothing was written; add --execute to restore\n"
     assert tree(root) == rewritten
 
     code, out, err = run(capsys, "checkpoint", "restore", str(root), "--backup", backup.id, "--execute")
-    assert (code, out) == (0, "restored offsets/2\nrestored offsets/.2.crc\n")
-    assert err.startswith("the previous files were backed up as ")
+    assert (code, out) == (0, table)
+    assert err.startswith(f"% restored backup {backup.id}; the previous files were backed up as ")
     assert {k: v for k, v in tree(root).items() if not k.startswith("_recovery/")} == original
+
+    code, out, err = run(
+        capsys, "checkpoint", "restore", str(root), "--backup", backup.id, "--output", "json"
+    )
+    assert code == 0  # nothing left to restore
+    assert json.loads(out) == {
+        "backup": backup.id,
+        "executed": False,
+        "written": [],
+        "removed": [],
+        "unchanged": ["offsets/2", "offsets/.2.crc"],
+        "safety_backup": None,
+    }
+    assert err == f"% nothing to restore: the files already match backup {backup.id}\n"
 
     code, out, err = run(capsys, "checkpoint", "restore", str(root), "--backup", "nope")
     assert (code, out) == (2, "")
     assert err.startswith(f"Error: {root}: no backup 'nope' (have: ")
 
 
+def test_backups_of_a_checkpoint_without_any(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_checkpoint(tmp_path / "chk")
+    code, out, err = run(capsys, "checkpoint", "backups", str(root))
+    assert (code, out, err) == (0, "ID  CREATED  REASON  FILES  ABSENT\n", f"% no backups of {root}\n")
+    code, out, err = run(capsys, "checkpoint", "backups", str(root), "--output", "json")
+    assert (code, out, err) == (0, "[]\n", "")
+
+
 def test_restore_without_backups_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = write_checkpoint(tmp_path / "chk")
     code, out, err = run(capsys, "checkpoint", "restore", str(root), "--execute")
     assert (code, out, err) == (1, "", f"Error: {root}: no backups found\n")
+
+
+@pytest.mark.parametrize("command", ["backups", "restore"])
+def test_no_checkpoint_at_the_path_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    root = tmp_path / "nope"
+    code, out, err = run(capsys, "checkpoint", command, str(root))
+    assert (code, out, err) == (2, "", f"Error: {root}: does not exist; no checkpoint here\n")
+    assert not root.exists()
 
 
 def test_cli_does_not_import_spark_or_arrow() -> None:

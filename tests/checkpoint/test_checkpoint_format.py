@@ -196,7 +196,10 @@ P = "/x/chk/offsets/17"
         (b"v2\n\n0:1", f"{P}: v2 offset log requires a batch metadata line"),
         (b"v2\n{}\n01", f"{P}: line 3 is not <sourceId>:<offset>"),
         (b"v2\n{}\n0:1\n0:2", f"{P}: line 4: source id '0' appears twice"),
-        (b'v1\n{"batchWatermarkMs":"x"}\n1', f"{P}: line 2: batchWatermarkMs is not an integer"),
+        (
+            b'v1\n{"batchWatermarkMs":"x"}\n1',
+            f"{P}: line 2: batchWatermarkMs is not an integer in the range of a long",
+        ),
         (b"v1\n[]\n1", f"{P}: line 2 (batch metadata) is not a JSON object"),
     ],
     ids=[
@@ -236,7 +239,10 @@ C = "/x/chk/commits/3"
     [
         (b"v4\n{}", f"{C}: unsupported log version v4 (this tool reads up to v3)"),
         (b"v3\n{}", f"{C}: v3 commit log requires a non-empty sinkMetadataMap"),
-        (b'v1\n{"nextBatchWatermarkMs":1.5}', f"{C}: line 2: nextBatchWatermarkMs is not an integer"),
+        (
+            b'v1\n{"nextBatchWatermarkMs":1.5}',
+            f"{C}: line 2: nextBatchWatermarkMs is not an integer in the range of a long",
+        ),
         (
             b'v2\n{"stateUniqueIds":{"0":"x"}}',
             f"{C}: line 2: stateUniqueIds is not a map of operator id -> [[id, ...], ...]",

@@ -21,7 +21,7 @@ from recovery.checkpoint import (
 )
 from recovery.checkpoint.crc import checksum_file
 from recovery.errors import CheckpointFormatError, InvalidInput, PlanOutdated, StateError
-from recovery.model import TopicPartition
+from recovery.model import CheckpointFile, TopicPartition
 
 ORDERS_1 = TopicPartition("orders", 1)
 
@@ -197,7 +197,11 @@ def test_ten_thousand_batches_cost_two_listings_and_a_few_reads(tmp_path: Path) 
     chk = open_checkpoint(str(root))
     chk.validate()
     state = chk.restart_state()
-    assert (state.next_run, state.batch_id, state.start) == (NextRun.NEXT_BATCH, 10000, "offsets/9999")
+    assert (state.next_run, state.batch_id, state.start) == (
+        NextRun.NEXT_BATCH,
+        10000,
+        CheckpointFile.offsets(9999),
+    )
     assert [f.path for f in chk.files_read] == [
         "commits/9999",
         "metadata",

@@ -1,5 +1,5 @@
-"""Offset ledgers: conf mapping, the planning core on a ledger, and the CLI on a real broker and a real
-Delta table (deltalake; no JVM)."""
+"""Offset ledgers: conf mapping, the table edge, and the CLI on a real broker and a real Delta table
+(deltalake; no JVM). The planning core on a ledger is in test_ledger_plan.py."""
 
 from __future__ import annotations
 
@@ -11,80 +11,15 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from recovery.delta.ledger import (
-    METADATA_KEY,
-    LedgerColumns,
-    LedgerConf,
-    LedgerEntry,
-    LedgerRow,
-    LedgerState,
-    append_rows,
-    correction_rows,
-    create_ledger,
-    ledger_view,
-    load_conf,
-    make_conf,
-    read_ledger,
-)
+from recovery.delta.ledger_conf import LedgerColumns, LedgerConf, load_conf, make_conf
+from recovery.delta.ledger_model import METADATA_KEY, LedgerRow
+from recovery.delta.ledger_table import append_rows, create_ledger, read_ledger
 from recovery.errors import ConfigError, InvalidInput, PlanOutdated
 from recovery.local import topics
-from recovery.model import ClusterView, OffsetRange, Strategy, StrategyKind, TopicPartition, Verdict
-from recovery.plan import plan_repair
+from recovery.model import TopicPartition
 
 T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 NOW_US = 1_700_000_000_000_000
-
-
-def state(**offsets: int) -> LedgerState:
-    entries = tuple(
-        LedgerEntry(TopicPartition("orders", int(name[1:])), offset, batch_id=4)
-        for name, offset in offsets.items()
-    )
-    return LedgerState("/t/ledger", "orders-hourly", version=9, next_batch_id=5, entries=entries)
-
-
-# -- pure ------------------------------------------------------------------------------------------
-
-
-def test_ledger_is_one_source_starting_at_the_latest_end_offsets() -> None:
-    view = ledger_view(state(p0=100, p1=40))
-    assert view.batch_id == 5 and not view.rerun
-    assert [dict(s.start) for s in view.sources] == [{T0: 100, T1: 40}]
-
-
-def test_correction_rows_come_from_the_moves() -> None:
-    ledger = state(p0=100, p1=40)
-    cluster = ClusterView({T0: OffsetRange(250, 900), T1: OffsetRange(0, 50)})
-    plan = plan_repair(ledger_view(ledger), cluster)
-    rows, dropped = correction_rows(ledger, plan, now_us=NOW_US)
-    assert rows == (
-        LedgerRow(
-            "orders-hourly",
-            5,
-            T0,
-            100,
-            250,
-            NOW_US,
-            "stream-recovery",
-            "clamp (beyond the log end: latest): BELOW_LOG_START (lost 150)",
-        ),
-    )
-    assert dropped == ()
-
-
-def test_a_gone_topic_cannot_be_written_as_a_row() -> None:
-    ledger = state(p0=100)
-    plan = plan_repair(ledger_view(ledger), ClusterView({}))
-    rows, dropped = correction_rows(ledger, plan, now_us=NOW_US)
-    assert rows == () and [m.verdict for m in dropped] == [Verdict.TOPIC_GONE]
-
-
-def test_latest_strategy_moves_every_partition() -> None:
-    ledger = state(p0=100, p1=40)
-    cluster = ClusterView({T0: OffsetRange(0, 900), T1: OffsetRange(0, 50)})
-    plan = plan_repair(ledger_view(ledger), cluster, Strategy(StrategyKind.LATEST))
-    rows, _ = correction_rows(ledger, plan, now_us=NOW_US)
-    assert [(r.tp, r.start_offset, r.end_offset) for r in rows] == [(T0, 100, 900), (T1, 40, 50)]
 
 
 def test_conf_maps_columns_from_toml(tmp_path: Path) -> None:
@@ -216,6 +151,8 @@ def test_validate_and_repair_a_ledger_after_retention_loss(
         "spark_error",
         "silently_skipped",
         "detail",
+        "records_lost_upper_bound",
+        "notes",
     }
     assert [(r["partition"], r["verdict"], r["ledger_offset"], r["records_lost"]) for r in rows] == [
         (0, "BELOW_LOG_START", 5, 7),

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from recovery.delta.api import LedgerGateFailed
-from recovery.delta.ledger import make_conf, read_ledger
+from recovery.delta.ledger_conf import make_conf
+from recovery.delta.ledger_table import read_ledger
+from recovery.errors import LedgerGateFailed
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
 from recovery.local.spark import error_conditions
@@ -33,6 +34,8 @@ JOB = Path(__file__).resolve().parents[2] / "jobs" / "ledger_ingest.py"
 
 
 def _job() -> ModuleType:
+    if str(JOB.parent) not in sys.path:
+        sys.path.insert(0, str(JOB.parent))  # the job imports its sibling _options, as when run
     spec = importlib.util.spec_from_file_location("ledger_ingest", JOB)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -74,7 +77,7 @@ def test_ledger_job_recovers_from_retention_loss_with_exactly_the_reported_loss(
 
     # Real Spark on its own: the batch read from the ledger's offsets fails.
     with pytest.raises(Exception) as failure:
-        ingest(gate="off")
+        ingest(gate=None)
     conditions = [c for _, c, _ in error_conditions(failure.value)]
     assert "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE" in conditions, conditions
 

@@ -1,42 +1,39 @@
-"""jobs/ledger_ingest.py's guards without Spark: the data table is written with deltalake exactly as
-the job's Spark append records it (txn appId/version, ``userMetadata``), so overlapping runs and
-crash recovery are specified on real Delta tables in a second.
+"""The ledger job's protocol (recovery.delta.ingest) without Spark: the data table is written with
+deltalake exactly as the job's Spark append records it (txn appId/version, ``userMetadata``), so
+overlapping runs and crash recovery are specified on real Delta tables in a second.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from recovery.delta.ledger import LedgerConf, LedgerRow, append_rows, create_ledger, make_conf, read_ledger
-from recovery.errors import DeltaError, StateError
+from recovery.delta import ingest
+from recovery.delta.ingest import (
+    META_KEY,
+    append_ledger_rows,
+    batch_rows,
+    recorded_batch,
+    recover_crashed_batch,
+)
+from recovery.delta.ledger_conf import LedgerConf, make_conf
+from recovery.delta.ledger_model import LedgerRow
+from recovery.delta.ledger_table import append_rows, create_ledger, read_ledger
+from recovery.errors import DeltaError, LedgerJobStopped, StateError
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
-from recovery.model import TopicPartition
+from recovery.model import GateMode, TopicPartition
 
-JOB = Path(__file__).resolve().parents[2] / "jobs" / "ledger_ingest.py"
+REPO = Path(__file__).resolve().parents[2]
 APP = "orders-hourly"
-
-
-def _job() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ledger_ingest", JOB)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ledger_ingest"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-job = _job()
 
 
 def _ledger(tmp_path: Path) -> LedgerConf:
@@ -44,15 +41,13 @@ def _ledger(tmp_path: Path) -> LedgerConf:
     return make_conf({"table": str(tmp_path / "ledger"), "pipeline": APP})
 
 
-def _rows(topic: str, batch: int, start: int, end: int) -> list[LedgerRow]:
-    return job._ledger_rows(
-        make_conf({"table": "/x", "pipeline": APP}), batch, topic, {"0": start}, {"0": end}
-    )  # type: ignore[no-any-return]
+def _rows(topic: str, batch: int, start: int, end: int) -> tuple[LedgerRow, ...]:
+    return batch_rows(make_conf({"table": "/x", "pipeline": APP}), batch, topic, {"0": start}, {"0": end})
 
 
 def _data_commit(table: Path, batch: int, start: int, end: int) -> None:
     """What the job's Spark append commits for a batch of partition 0."""
-    record = {job.META_KEY: {"app_id": APP, "batch_id": batch, "start": {"0": start}, "end": {"0": end}}}
+    record = {META_KEY: {"app_id": APP, "batch_id": batch, "start": {"0": start}, "end": {"0": end}}}
     write_deltalake(
         str(table),
         pa.table({"offset": list(range(start, end))}, schema=pa.schema([pa.field("offset", pa.int64())])),
@@ -69,28 +64,28 @@ def test_second_of_two_overlapping_runs_writes_no_ledger_rows(tmp_path: Path) ->
     append was skipped by Delta (same txnVersion), so B recording its end 20 would lose [10, 20)."""
     conf = _ledger(tmp_path)
     read_at = read_ledger(conf).version
-    job.append_ledger_rows(conf, APP, 0, _rows("orders", 0, 0, 10), read_at=read_at)
-    with pytest.raises(job.LedgerJobStopped, match="another run") as stopped:
-        job.append_ledger_rows(conf, APP, 0, _rows("orders", 0, 0, 20), read_at=read_at)
+    append_ledger_rows(conf, 0, _rows("orders", 0, 0, 10), read_at=read_at)
+    with pytest.raises(LedgerJobStopped, match="another run") as stopped:
+        append_ledger_rows(conf, 0, _rows("orders", 0, 0, 20), read_at=read_at)
     assert isinstance(stopped.value, StateError) and "\n" not in str(stopped.value)
     assert read_ledger(conf).positions == {TopicPartition("orders", 0): 10}
 
 
 def test_ledger_rows_need_the_ledger_txn_below_the_batch(tmp_path: Path) -> None:
     conf = _ledger(tmp_path)
-    job.append_ledger_rows(conf, APP, 0, _rows("orders", 0, 0, 10), read_at=read_ledger(conf).version)
+    append_ledger_rows(conf, 0, _rows("orders", 0, 0, 10), read_at=read_ledger(conf).version)
     # Read after A's append (so the version matches), but batch 0 is already recorded.
-    with pytest.raises(job.LedgerJobStopped, match="already records batch 0 of orders-hourly"):
-        job.append_ledger_rows(conf, APP, 0, _rows("orders", 0, 0, 20), read_at=read_ledger(conf).version)
+    with pytest.raises(LedgerJobStopped, match="already records batch 0 of orders-hourly"):
+        append_ledger_rows(conf, 0, _rows("orders", 0, 0, 20), read_at=read_ledger(conf).version)
     assert read_ledger(conf).positions == {TopicPartition("orders", 0): 10}
 
 
 def test_recorded_batch_lookup(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    assert job._recorded_batch(str(data), APP, 0) is None  # no data table yet: nothing recorded
+    assert recorded_batch(str(data), APP, 0) is None  # no data table yet: nothing recorded
     _data_commit(data, 0, 0, 10)
-    assert job._recorded_batch(str(data), APP, 0)["end"] == {"0": 10}
-    assert job._recorded_batch(str(data), APP, 1) is None
+    assert (recorded_batch(str(data), APP, 0) or {}).get("end") == {"0": 10}
+    assert recorded_batch(str(data), APP, 1) is None
     # A txn without the record: a one-line StateError, not a RuntimeError with a traceback.
     write_deltalake(
         str(data),
@@ -98,8 +93,8 @@ def test_recorded_batch_lookup(tmp_path: Path) -> None:
         mode="append",
         commit_properties=CommitProperties(app_transactions=[Transaction(APP, 1)]),
     )
-    with pytest.raises(job.LedgerJobStopped, match="no commit records batch 1") as stopped:
-        job._recorded_batch(str(data), APP, 1)
+    with pytest.raises(LedgerJobStopped, match="no commit records batch 1") as stopped:
+        recorded_batch(str(data), APP, 1)
     assert isinstance(stopped.value, StateError) and "\n" not in str(stopped.value)
 
 
@@ -108,7 +103,7 @@ def test_an_unreadable_data_table_is_not_taken_for_a_missing_one(tmp_path: Path)
     _data_commit(data, 0, 0, 10)
     (data / "_delta_log" / f"{0:020d}.json").write_text("not json\n")
     with pytest.raises(DeltaError):
-        job._recorded_batch(str(data), APP, 0)
+        recorded_batch(str(data), APP, 0)
 
 
 @pytest.mark.integration
@@ -121,28 +116,28 @@ def test_a_crashed_batch_is_completed_before_the_gate_clamps(
     produce(topic, 40, partitions=1)
     conf, data = _ledger(tmp_path), tmp_path / "data"
     _data_commit(data, 0, 0, 10)
-    job.append_ledger_rows(conf, APP, 0, _rows(topic, 0, 0, 10), read_at=read_ledger(conf).version)
+    append_ledger_rows(conf, 0, _rows(topic, 0, 0, 10), read_at=read_ledger(conf).version)
     _data_commit(data, 1, 10, 30)  # the crash: no ledger rows for batch 1
     topics.delete_records(bootstrap, topic, {0: 20})
 
     kafka = KafkaConfig(bootstrap, timeout_s=20)
-    recovered = job.prepare(kafka=kafka, topic=topic, data_table=str(data), conf=conf, gate="clamp")
+    recovered = ingest.prepare_run(conf, kafka, topic=topic, data_table=str(data), gate=GateMode.CLAMP)
     assert recovered == 1
     state = read_ledger(conf)
     assert (state.positions, state.next_batch_id) == ({TopicPartition(topic, 0): 30}, 2)
     assert [e.written_by for e in state.entries] == ["ledger_ingest"]  # no correction row
-    assert job.recover_crashed_batch(conf, str(data), topic) is None  # done once
+    assert recover_crashed_batch(conf, str(data), topic) is None  # done once
 
 
 def test_a_crashed_batch_whose_id_a_correction_took_stops_the_job(tmp_path: Path) -> None:
     conf, data = _ledger(tmp_path), tmp_path / "data"
     _data_commit(data, 0, 0, 10)
-    job.append_ledger_rows(conf, APP, 0, _rows("orders", 0, 0, 10), read_at=read_ledger(conf).version)
+    append_ledger_rows(conf, 0, _rows("orders", 0, 0, 10), read_at=read_ledger(conf).version)
     _data_commit(data, 1, 10, 30)  # crash, then a `ledger repair` appended batch 1:
     append_rows(conf, [LedgerRow(APP, 1, TopicPartition("orders", 0), 10, 20, 0, "stream-recovery", "")])
     before = DeltaTable(conf.table).version()
-    with pytest.raises(job.LedgerJobStopped, match="holds batch 1 of orders-hourly, which"):
-        job.recover_crashed_batch(conf, str(data), "orders")
+    with pytest.raises(LedgerJobStopped, match="holds batch 1 of orders-hourly, which"):
+        recover_crashed_batch(conf, str(data), "orders")
     assert DeltaTable(conf.table).version() == before
 
 
@@ -150,7 +145,7 @@ def test_ledger_repair_refuses_while_the_data_table_is_ahead(tmp_path: Path, cli
     """A correction now would take the crashed batch's id; the job must complete that batch first."""
     conf, data = _ledger(tmp_path), tmp_path / "data"
     _data_commit(data, 0, 0, 10)
-    job.append_ledger_rows(conf, APP, 0, _rows("orders", 0, 0, 10), read_at=read_ledger(conf).version)
+    append_ledger_rows(conf, 0, _rows("orders", 0, 0, 10), read_at=read_ledger(conf).version)
     _data_commit(data, 1, 10, 30)  # the crash: no ledger rows for batch 1
     args = ("ledger", "repair", conf.table, "--pipeline", APP, "--data-table", str(data), "-b", "127.0.0.1:1")
     for extra in ((), ("--execute",)):
@@ -160,3 +155,19 @@ def test_ledger_repair_refuses_while_the_data_table_is_ahead(tmp_path: Path, cli
             f"{data} holds batch 1 of {APP}, but {conf.table} records batches only up to 0" in result.stderr
         )
     assert DeltaTable(conf.table).version() == 1
+
+
+def test_the_job_is_its_own_command_and_does_not_import_the_cli() -> None:
+    code = (
+        "import runpy, sys\n"
+        "sys.path.insert(0, 'jobs')\n"
+        "sys.argv = ['ledger_ingest.py', '--help']\n"
+        "try:\n"
+        "    runpy.run_path('jobs/ledger_ingest.py', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('recovery.cli')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.startswith("Usage: ledger_ingest.py [OPTIONS]")
+    assert out.stdout.rstrip().endswith("[]")

@@ -72,7 +72,7 @@ def test_validate_and_repair(tmp_path: Path, cli: Callable[..., Any]) -> None:
     _checkpoint(chk, table_id, [2, 3], committed=1)
     table = str(tmp_path / "t")
 
-    validated = cli("delta-source", "validate", str(chk), "-t", table, "--output", "json")
+    validated = cli("delta-source", "validate", str(chk), "--table", table, "--output", "json")
     assert validated.exit_code == 1
     [finding] = json.loads(validated.stdout)["findings"]
     assert (finding["verdict"], finding["needed_from"], finding["resume_from"], finding["versions_lost"]) == (
@@ -83,7 +83,9 @@ def test_validate_and_repair(tmp_path: Path, cli: Callable[..., Any]) -> None:
     )
 
     original = (chk / "offsets" / "1").read_bytes()
-    done = cli("delta-source", "repair", str(chk), "-t", table, "--execute", "--force", "--output", "json")
+    done = cli(
+        "delta-source", "repair", str(chk), "--table", table, "--execute", "--force", "--output", "json"
+    )
     assert done.exit_code == 0, done.stderr
     body = json.loads(done.stdout)
     assert [(m["file"], m["new"]["reservoirVersion"]) for m in body["moves"]] == [
@@ -105,8 +107,8 @@ def test_validate_and_repair(tmp_path: Path, cli: Callable[..., Any]) -> None:
     )
     [backup] = list_backups(str(chk))
     assert backup.id == body["backup_id"] and {f.path for f in backup.files} >= {"offsets/0", "offsets/1"}
-    assert cli("delta-source", "validate", str(chk), "-t", table).exit_code == 0
-    again = cli("delta-source", "repair", str(chk), "-t", table)
+    assert cli("delta-source", "validate", str(chk), "--table", table).exit_code == 0
+    again = cli("delta-source", "repair", str(chk), "--table", table)
     assert again.exit_code == 0 and "% nothing to change" in again.stderr
 
 
@@ -119,7 +121,7 @@ def test_version_budget_refuses_and_writes_nothing(tmp_path: Path, cli: Callable
         "delta-source",
         "repair",
         str(chk),
-        "-t",
+        "--table",
         str(tmp_path / "t"),
         "--max-versions",
         "2",
@@ -134,10 +136,10 @@ def test_version_budget_refuses_and_writes_nothing(tmp_path: Path, cli: Callable
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["-t", "zero=/x", "-t", "0=/y"], 2, "expected SOURCE_ID=PATH for each of several tables"),
-        (["-t", "/lake/env=prod/t"], 2, "/lake/env=prod/t: not a Delta table"),
-        (["-t", "/nonexistent/table"], 2, "not a Delta table"),
-        (["-t", "7=/x"], 2, "no Delta source 7 (Delta sources: 0)"),
+        (["--table", "zero=/x", "--table", "0=/y"], 2, "expected SOURCE_ID=TABLE for each of several tables"),
+        (["--table", "/lake/env=prod/t"], 2, "/lake/env=prod/t: not a Delta table"),
+        (["--table", "/nonexistent/table"], 2, "not a Delta table"),
+        (["--table", "7=/x"], 2, "no Delta source 7 (Delta sources: 0)"),
     ],
     ids=["bad-table-option", "path-with-equals-sign", "no-table", "unknown-source"],
 )
@@ -164,16 +166,17 @@ def test_cli_modules_import_nothing_heavy() -> None:
 def test_planning_core_does_no_io(module: str) -> None:
     tree = ast.parse((REPO / "recovery" / "delta" / module).read_text())
     imported = {
-        (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        ((node.module or "") if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    allowed = {"__future__", "collections", "dataclasses", "enum", "recovery"}
+    allowed = {"__future__", "collections", "dataclasses", "enum", "json", "typing", "recovery"}
     assert imported <= allowed
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} - {None}
     assert {m for m in modules if m and m.startswith("recovery")} <= {
         "recovery.model",
+        "recovery.errors",
         "recovery.checkpoint.format",
         "recovery.delta.model",
     }
@@ -182,7 +185,7 @@ def test_planning_core_does_no_io(module: str) -> None:
 def test_a_checkpoint_written_just_now_looks_in_use(tmp_path: Path, cli: Callable[..., Any]) -> None:
     table_id = _table(tmp_path / "t", 3, clean=True)
     _checkpoint(tmp_path / "chk", table_id, [1, 2], committed=1)
-    result = cli("delta-source", "repair", str(tmp_path / "chk"), "-t", str(tmp_path / "t"), "--execute")
+    result = cli("delta-source", "repair", str(tmp_path / "chk"), "--table", str(tmp_path / "t"), "--execute")
     assert result.exit_code == 1
     assert "the query looks like it is running" in result.stderr
     assert list_backups(str(tmp_path / "chk")) == ()
@@ -191,12 +194,14 @@ def test_a_checkpoint_written_just_now_looks_in_use(tmp_path: Path, cli: Callabl
 def test_a_table_path_with_an_equals_sign_is_a_path(tmp_path: Path, cli: Callable[..., Any]) -> None:
     table_id = _table(tmp_path / "env=prod" / "t", 1, clean=False)
     _checkpoint(tmp_path / "chk", table_id, [1], committed=0)
-    result = cli("delta-source", "validate", str(tmp_path / "chk"), "-t", str(tmp_path / "env=prod" / "t"))
+    result = cli(
+        "delta-source", "validate", str(tmp_path / "chk"), "--table", str(tmp_path / "env=prod" / "t")
+    )
     assert result.exit_code == 0, result.stderr
 
 
-def test_validate_reports_a_checkpoint_spark_cannot_restart(tmp_path: Path, cli: Callable[..., Any]) -> None:
-    """The findings still print, then the reason; exit 1 rather than an error before the report."""
+def test_validate_refuses_a_checkpoint_spark_cannot_restart(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    """Malformed input, as for every command: one line naming the file and what is wrong, exit 2."""
     table_id = _table(tmp_path / "t", 3, clean=False)
     sink = tmp_path / "sink"
     write_deltalake(str(sink), pa.table({"id": [0]}))
@@ -204,20 +209,48 @@ def test_validate_reports_a_checkpoint_spark_cannot_restart(tmp_path: Path, cli:
     _checkpoint(chk, table_id, [1, 2], committed=1)
     (chk / "commits" / "5").write_text('v1\n{"nextBatchWatermarkMs":0}')  # newer than offsets/1
     table = str(tmp_path / "t")
-    result = cli("delta-source", "validate", str(chk), "-t", table, "--sink", str(sink))
-    assert result.exit_code == 1, result.stderr
-    assert result.stdout.splitlines()[1].split()[:2] == ["0", "OK"]
-    assert "Spark cannot restart from this checkpoint: commits/5 is newer than the latest offsets/1" in (
-        result.stderr
+    result = cli("delta-source", "validate", str(chk), "--table", table, "--sink", str(sink))
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Error: {chk}/commits/5 is newer than the latest offsets/1: the logs disagree; "
+        "Spark cannot restart from it\n"
     )
     refused = cli(
-        "delta-source", "repair", str(chk), "-t", table, "--strategy", "latest", "--execute", "--force"
+        "delta-source", "repair", str(chk), "--table", table, "--strategy", "latest", "--execute", "--force"
     )
-    assert refused.exit_code == 1
-    assert "Fix that first; nothing was written" in refused.stderr
+    assert refused.exit_code == 2
+    assert refused.stderr == result.stderr
     assert list_backups(str(chk)) == ()
 
 
 def test_max_versions_help_says_what_it_counts(cli: Callable[..., Any]) -> None:
     help_text = " ".join(cli("delta-source", "repair", "--help").stdout.split())
     assert "Refuse a plan whose versions lost plus versions skipped exceed N." in help_text
+
+
+def test_repair_refuses_while_the_sink_would_skip_the_batches(
+    tmp_path: Path, cli: Callable[..., Any]
+) -> None:
+    """As `repair` does for Kafka offsets: the guard is the library's, `--accept-sink-skip` lifts it."""
+    from deltalake import CommitProperties, Transaction
+
+    table_id = _table(tmp_path / "t", 5, clean=True)
+    chk = tmp_path / "chk"
+    _checkpoint(chk, table_id, [2, 3], committed=1)  # Spark runs batch 2 next
+    sink = tmp_path / "sink"
+    query_id = "5e1a0b3c-8d6f-4c1e-9a57-3f2d7c9b8e01"
+    write_deltalake(
+        str(sink),
+        pa.table({"id": [0]}),
+        commit_properties=CommitProperties(app_transactions=[Transaction(query_id, 3)]),
+    )
+    args = ("delta-source", "repair", str(chk), "--table", str(tmp_path / "t"), "--sink", str(sink))
+    refused = cli(*args, "--execute", "--force")
+    assert refused.exit_code == 1, refused.stderr
+    assert "DeltaSink skips batches 2-3" in refused.stderr and "--accept-sink-skip" in refused.stderr
+    assert list_backups(str(chk)) == ()
+    done = cli(*args, "--execute", "--force", "--accept-sink-skip")
+    assert done.exit_code == 0, done.stderr
+    assert "% warning: Delta sink" in done.stderr
+    assert len(list_backups(str(chk))) == 1

@@ -18,6 +18,7 @@ from recovery.delta.model import (
     VersionFiles,
 )
 from recovery.delta.source import assess_source, check_sink, plan_source_repair
+from recovery.model import CheckpointFile
 
 ID = "e6e704ca-e55c-408a-bc02-e2912dc225db"
 
@@ -30,8 +31,8 @@ def read(start: DeltaSourceOffset | None, end: DeltaSourceOffset, *, rerun: bool
     return DeltaSourceRead(
         "0",
         "/t",
-        None if start is None else DeltaPosition("offsets/4", start),
-        DeltaPosition("offsets/5", end),
+        None if start is None else DeltaPosition(CheckpointFile.offsets(4), start),
+        DeltaPosition(CheckpointFile.offsets(5), end),
         rerun,
     )
 
@@ -130,7 +131,7 @@ def test_first_batch_needs_the_snapshot_before_its_end() -> None:
         "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE",
     )
     result = plan(read(None, offset(7)), table)
-    assert result.moves == (DeltaMove("0", "offsets/5", offset(7), offset(8)),)
+    assert result.moves == (DeltaMove("0", CheckpointFile.offsets(5), offset(7), offset(8)),)
     assert result.losses == (DeltaSourceLoss("0", versions_lost=0, versions_skipped=1, files_skipped=0),)
 
 
@@ -152,16 +153,16 @@ def test_vacuumed_files_of_processed_versions_do_not_matter() -> None:
 def test_clamp_moves_both_ends_to_the_log_start() -> None:
     result = plan(read(offset(2), offset(5)), log(range(7, 8), checkpoints=(7,)))
     assert result.moves == (
-        DeltaMove("0", "offsets/4", offset(2), offset(7)),
-        DeltaMove("0", "offsets/5", offset(5), offset(7)),
+        DeltaMove("0", CheckpointFile.offsets(4), offset(2), offset(7)),
+        DeltaMove("0", CheckpointFile.offsets(5), offset(5), offset(7)),
     )
     assert result.losses == (DeltaSourceLoss("0", versions_lost=2, versions_skipped=0, files_skipped=0),)
-    assert result.files == ("offsets/4", "offsets/5") and result.refused is None
+    assert result.files == (CheckpointFile.offsets(4), CheckpointFile.offsets(5)) and result.refused is None
 
 
 def test_clamp_keeps_an_end_that_is_still_readable() -> None:
     result = plan(read(offset(2), offset(8)), log(range(4, 8), checkpoints=(3,)))
-    assert result.moves == (DeltaMove("0", "offsets/4", offset(2), offset(4)),)
+    assert result.moves == (DeltaMove("0", CheckpointFile.offsets(4), offset(2), offset(4)),)
     assert result.losses == (DeltaSourceLoss("0", 0, 0, 0),)
 
 
@@ -180,7 +181,7 @@ def test_latest_skips_what_is_still_there_and_counts_files() -> None:
 def test_clamp_past_vacuumed_versions() -> None:
     files = {2: VersionFiles(added=2, missing=2), 3: VersionFiles(added=0)}
     result = plan(read(None, offset(2)), log(range(0, 4), files=files))
-    assert result.moves == (DeltaMove("0", "offsets/5", offset(2), offset(3)),)
+    assert result.moves == (DeltaMove("0", CheckpointFile.offsets(5), offset(2), offset(3)),)
     assert result.losses == (DeltaSourceLoss("0", versions_lost=0, versions_skipped=1, files_skipped=2),)
 
 
@@ -192,7 +193,7 @@ def test_recreated_table_is_refused_unless_adopted() -> None:
     assert adopted.refused is None
     # The whole new table: inside the initial snapshot of version 0, before its first file.
     assert adopted.moves == (
-        DeltaMove("0", "offsets/5", offset(3, table_id="old"), offset(0, starting=True)),
+        DeltaMove("0", CheckpointFile.offsets(5), offset(3, table_id="old"), offset(0, starting=True)),
     )
 
 
@@ -259,7 +260,9 @@ def test_unfinished_snapshot_that_is_gone_is_read_again_from_the_earliest_snapsh
     source = read(None, offset(3, index=4, starting=True))
     result = plan(source, table)
     assert result.moves == (
-        DeltaMove("0", "offsets/5", offset(3, index=4, starting=True), offset(7, starting=True)),
+        DeltaMove(
+            "0", CheckpointFile.offsets(5), offset(3, index=4, starting=True), offset(7, starting=True)
+        ),
     )
     assert result.losses == (DeltaSourceLoss("0", 0, 0, 0, reads_snapshot=7, rereads=True),)
     assert result.refused is None
@@ -282,7 +285,7 @@ def test_an_end_past_the_table_needs_action_even_when_the_start_is_readable() ->
     assert finding.spark_error is None
     assert "offsets/5 is at version 20, past the table's next version 16" in finding.detail
     result = plan(source, table)
-    assert result.moves == (DeltaMove("0", "offsets/5", offset(20), offset(16)),)
+    assert result.moves == (DeltaMove("0", CheckpointFile.offsets(5), offset(20), offset(16)),)
     assert result.losses == (DeltaSourceLoss("0", 0, 0, 0),)
 
 

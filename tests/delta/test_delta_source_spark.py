@@ -84,7 +84,7 @@ def test_log_retention_loss_is_predicted_and_repaired(
     table.cleanup_metadata()  # the log now starts at version 7
 
     result = cli(
-        "delta-source", "validate", str(chk), "-t", str(src), "--sink", str(sink), "--output", "json"
+        "delta-source", "validate", str(chk), "--table", str(src), "--sink", str(sink), "--output", "json"
     )
     assert result.exit_code == 1, result.stderr
     report = json.loads(result.stdout)
@@ -107,7 +107,7 @@ def test_log_retention_loss_is_predicted_and_repaired(
     assert "DELTA_MISSING_FILES_UNEXPECTED_VERSION" in _conditions(spark, src, sink, chk)
 
     before = (chk / "offsets" / "1").read_bytes()
-    dry = cli("delta-source", "repair", str(chk), "-t", str(src))
+    dry = cli("delta-source", "repair", str(chk), "--table", str(src))
     assert dry.exit_code == 1, dry.stderr  # changes pending
     assert dry.stdout == (
         "SOURCE  FILE       FROM  TO\n0       offsets/0  2     7\n0       offsets/1  5     7\n"
@@ -115,14 +115,14 @@ def test_log_retention_loss_is_predicted_and_repaired(
     assert "% clamp: 2 versions lost (commits gone), 0 versions skipped (0 data files)" in dry.stderr
     assert (chk / "offsets" / "1").read_bytes() == before
 
-    done = cli("delta-source", "repair", str(chk), "-t", str(src), "--execute", "--force")
+    done = cli("delta-source", "repair", str(chk), "--table", str(src), "--execute", "--force")
     assert done.exit_code == 0, done.stderr
     assert "% rewrote offsets/0, offsets/1; originals backed up as " in done.stderr
 
     _stream(spark, src, sink, chk)
     # Versions 5 and 6 (ids 20-29) are the reported loss; version 7 (ids 30-34) is read.
     assert _ids(spark, sink) == [*range(0, 20), *range(30, 35)]
-    assert cli("delta-source", "validate", str(chk), "-t", str(src)).exit_code == 0
+    assert cli("delta-source", "validate", str(chk), "--table", str(src)).exit_code == 0
 
     # The checkpoint rolled back one batch (e.g. restored from a copy): the sink already holds
     # batch 2, so DeltaSink skips it and version 8 never reaches the sink.
@@ -133,7 +133,7 @@ def test_log_retention_loss_is_predicted_and_repaired(
     warning = sink_warning(str(rolled), str(sink))
     assert warning is not None and (warning.sink_version, warning.next_batch) == (2, 2)
     assert warning.query_id == _query_id(chk)
-    warned = cli("delta-source", "validate", str(rolled), "-t", str(src), "--sink", str(sink))
+    warned = cli("delta-source", "validate", str(rolled), "--table", str(src), "--sink", str(sink))
     assert warned.exit_code == 1
     assert "warning: Delta sink" in warned.stderr and "DeltaSink skips batch 2" in warned.stderr
     _append(spark, src, 35)  # version 8
@@ -152,18 +152,18 @@ def test_recreated_table_is_refused_unless_adopted(
     _create(spark, src)
     _append(spark, src, 100)  # the new table: versions 0 (create) and 1
 
-    result = cli("delta-source", "validate", str(chk), "-t", str(src))
+    result = cli("delta-source", "validate", str(chk), "--table", str(src))
     assert result.exit_code == 1
     assert result.stdout.splitlines()[1].split()[:2] == ["0", "TABLE_RECREATED"]
     assert result.stdout.splitlines()[1].split()[-1] == "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE"
     assert "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE" in _conditions(spark, src, sink, chk)
 
-    refused = cli("delta-source", "repair", str(chk), "-t", str(src), "--execute", "--force")
+    refused = cli("delta-source", "repair", str(chk), "--table", str(src), "--execute", "--force")
     assert refused.exit_code == 1
     assert "--adopt-new-table" in refused.stderr and "Nothing was written" in refused.stderr
 
     adopted = cli(
-        "delta-source", "repair", str(chk), "-t", str(src), "--adopt-new-table", "--execute", "--force"
+        "delta-source", "repair", str(chk), "--table", str(src), "--adopt-new-table", "--execute", "--force"
     )
     assert adopted.exit_code == 0, adopted.stderr
     _stream(spark, src, sink, chk)
@@ -184,7 +184,7 @@ def test_vacuumed_files_are_predicted_and_skipped(
         retention_hours=0, enforce_retention_duration=False, dry_run=False
     )  # ... gone
 
-    result = cli("delta-source", "validate", str(chk), "-t", str(src), "--output", "json")
+    result = cli("delta-source", "validate", str(chk), "--table", str(src), "--output", "json")
     assert result.exit_code == 1
     [finding] = json.loads(result.stdout)["findings"]
     assert (finding["verdict"], finding["spark_error"]) == ("FILES_GONE", "FAILED_READ_FILE.FILE_NOT_EXIST")
@@ -192,7 +192,9 @@ def test_vacuumed_files_are_predicted_and_skipped(
 
     assert "FAILED_READ_FILE.FILE_NOT_EXIST" in _conditions(spark, src, sink, chk)
 
-    plan = cli("delta-source", "repair", str(chk), "-t", str(src), "--output", "json", "--execute", "--force")
+    plan = cli(
+        "delta-source", "repair", str(chk), "--table", str(src), "--output", "json", "--execute", "--force"
+    )
     assert plan.exit_code == 0, plan.stderr
     report = json.loads(plan.stdout)
     assert [m["new"]["reservoirVersion"] for m in report["moves"]] == [3]
@@ -224,7 +226,7 @@ def test_first_batch_needs_the_snapshot_before_its_end(
     table.create_checkpoint()
     table.cleanup_metadata()  # the log now starts at version 4 (its checkpoint)
 
-    result = cli("delta-source", "validate", str(chk), "-t", str(src), "--output", "json")
+    result = cli("delta-source", "validate", str(chk), "--table", str(src), "--output", "json")
     [finding] = json.loads(result.stdout)["findings"]
     assert (finding["verdict"], finding["spark_error"]) == (
         "SNAPSHOT_GONE",
@@ -232,7 +234,9 @@ def test_first_batch_needs_the_snapshot_before_its_end(
     )
     assert "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE" in _conditions(spark, src, sink, chk)
 
-    done = cli("delta-source", "repair", str(chk), "-t", str(src), "--execute", "--force", "--output", "json")
+    done = cli(
+        "delta-source", "repair", str(chk), "--table", str(src), "--execute", "--force", "--output", "json"
+    )
     assert done.exit_code == 0, done.stderr
     report = json.loads(done.stdout)
     # Version 4 itself is skipped too: resuming at 4 would need the snapshot of 3, which is gone.

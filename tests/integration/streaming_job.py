@@ -64,6 +64,17 @@ class Job:
         shutil.copytree(self.table, twin.table)
         return twin
 
+    def lenient(self, name: str) -> Job:
+        """A copy restarted with failOnDataLoss=false: what Spark silently skips instead of failing."""
+        twin = self.copy(name)
+        twin.options = {**self.options, "failOnDataLoss": "false"}
+        return twin
+
+    def uncommit(self, batch: int) -> None:
+        """Remove commits/<batch>: a crash after the sink committed the batch, before Spark did."""
+        (self.checkpoint / "commits" / str(batch)).unlink()
+        (self.checkpoint / "commits" / f".{batch}.crc").unlink(missing_ok=True)
+
     def restart_conditions(self) -> set[str]:
         """Restart; return the source's error condition (the deepest in the cause chain, below
         STREAM_FAILED and task-failure wrappers), or nothing if the query ran."""

@@ -138,9 +138,107 @@ def test_spark_restarts_from_rewritten_offsets_and_restore_is_byte_exact(
 
     # Restore: exact original bytes, and each restore is itself backed up.
     assert [b.id for b in list_backups(str(chk_dir))] == [first.id, second.id]
+    # The CLI's restore is a dry run unless --execute: changes pending exit 1, and nothing is written.
+    rewritten_1 = (chk_dir / "offsets/1").read_bytes()
+    with pytest.raises(SystemExit) as exited:
+        main(["checkpoint", "restore", str(chk_dir), "--backup", second.id])
+    out, _ = capsys.readouterr()
+    assert (exited.value.code, out) == (
+        1,
+        "PATH            CHANGE\noffsets/1       restore\noffsets/.1.crc  restore\n",
+    )
+    assert (chk_dir / "offsets/1").read_bytes() == rewritten_1
     restore_backup(str(chk_dir), second.id, execute=True)
     restore_backup(str(chk_dir), first.id, execute=True)
     for rel, data in {**original_0, **original_1}.items():
         assert (chk_dir / rel).read_bytes() == data, rel
     assert hadoop_filesystem_read(spark, chk_dir / "offsets/1") == original_1["offsets/1"]
     assert len(list_backups(str(chk_dir))) == 4
+
+
+KILLED_REWRITE = """
+import sys
+from recovery.checkpoint import open_checkpoint, rewrite_offsets
+from recovery.model import TopicPartition
+rewrite_offsets(open_checkpoint(sys.argv[1]), {0: {0: {TopicPartition(sys.argv[2], 0): 4}}})
+"""
+
+
+def _rewrite_in_subprocess(
+    chk_dir: Path, topic: str, *, fault_at: int | None = None, log: Path | None = None
+) -> int:
+    import os
+    import subprocess
+    import sys
+
+    from recovery.checkpoint.store import FAULT_AT_ENV, FAULT_LOG_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in (FAULT_AT_ENV, FAULT_LOG_ENV)}
+    if fault_at is not None:
+        env[FAULT_AT_ENV] = str(fault_at)
+    if log is not None:
+        env[FAULT_LOG_ENV] = str(log)
+    args = [sys.executable, "-c", KILLED_REWRITE, str(chk_dir), topic]
+    return subprocess.run(args, env=env, capture_output=True, timeout=300).returncode
+
+
+def test_spark_restarts_from_every_kill_point_of_a_rewrite(
+    spark: SparkSession,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+    tmp_path: Path,
+) -> None:
+    """A rewrite of a real Spark checkpoint killed (SIGKILL) before each file operation: at every
+    point, each file a restart reads passes Hadoop's checksum-verifying FileSystem; real Spark (with
+    the FileSystem-based checkpoint manager, which verifies ``.crc``) restarts from the most delicate
+    point (data file replaced, side file not yet written) and from the re-run's result."""
+    import shutil
+    import signal
+
+    topic = new_topic(3)
+    produce(topic, 30)
+    original = tmp_path / "original"
+    run_once(spark, bootstrap=bootstrap, topic=topic, table=str(tmp_path / "t0"), checkpoint=str(original))
+    log = tmp_path / "ops.log"
+    probe = tmp_path / "probe"
+    shutil.copytree(original, probe)
+    assert _rewrite_in_subprocess(probe, topic, log=log) == 0
+    ops = log.read_text().splitlines()
+    done = {rel: (probe / rel).read_bytes() for rel in ("offsets/0", "offsets/.0.crc")}
+    delicate = next(
+        i
+        for i, op in enumerate(ops, 1)
+        if op.endswith("offsets/.0.crc") and " write " in op and "_recovery/" not in op
+    )
+
+    for k in range(1, len(ops) + 1):
+        killed = tmp_path / f"k{k}"
+        shutil.copytree(original, killed)
+        assert _rewrite_in_subprocess(killed, topic, fault_at=k) == -signal.SIGKILL, ops[k - 1]
+        for rel in ("metadata", "offsets/0", "commits/0", "sources/0/0"):
+            assert hadoop_filesystem_read(spark, killed / rel) == (killed / rel).read_bytes(), (
+                ops[k - 1],
+                rel,
+            )
+        if k == delicate:
+            assert not (killed / "offsets/.0.crc").exists()  # the stale side file went first
+            spark.conf.set(FILE_MANAGER_CONF, FILE_SYSTEM_MANAGER)
+            try:
+                table = tmp_path / "t-killed"
+                run_once(spark, bootstrap=bootstrap, topic=topic, table=str(table), checkpoint=str(killed))
+            finally:
+                spark.conf.unset(FILE_MANAGER_CONF)
+            assert sorted(delta_rows(spark, table)) == [(0, o) for o in range(4, 10)]
+            continue
+        assert _rewrite_in_subprocess(killed, topic) == 0, ops[k - 1]
+        assert {rel: (killed / rel).read_bytes() for rel in done} == done, ops[k - 1]
+        assert not (killed / "_recovery/intent.json").exists()
+        if k == len(ops):  # one real restart from a re-run's result
+            spark.conf.set(FILE_MANAGER_CONF, FILE_SYSTEM_MANAGER)
+            try:
+                table = tmp_path / "t-rerun"
+                run_once(spark, bootstrap=bootstrap, topic=topic, table=str(table), checkpoint=str(killed))
+            finally:
+                spark.conf.unset(FILE_MANAGER_CONF)
+            assert sorted(delta_rows(spark, table)) == [(0, o) for o in range(4, 10)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -86,13 +87,16 @@ def test_gate_clamp_mode_repairs_within_budget_and_the_job_runs(job, new_topic, 
     assert j.rows() == offsets(topic, expected)
 
 
-def test_gate_warn_mode_reports_and_lets_the_job_start(job, new_topic, produce, bootstrap, capsys) -> None:
+def test_gate_warn_mode_logs_the_report_and_lets_the_job_start(
+    job, new_topic, produce, bootstrap, caplog
+) -> None:
     j, topic = broken_job(job, new_topic, produce, bootstrap)
 
-    report = prestart_gate(str(j.checkpoint), KafkaConfig(bootstrap), mode=GateMode.WARN)
+    with caplog.at_level(logging.WARNING, logger="recovery.gate"):
+        report = prestart_gate(str(j.checkpoint), KafkaConfig(bootstrap), mode=GateMode.WARN)
 
     assert report is not None and report.needs_action
-    assert f"{topic} [1] BELOW_LOG_START" in capsys.readouterr().err
+    assert f"{topic} [1] BELOW_LOG_START" in caplog.text
     with pytest.raises(GateFailed):
         prestart_gate(str(j.checkpoint), KafkaConfig(bootstrap))
 

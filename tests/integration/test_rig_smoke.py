@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from chispa import assert_df_equality
 from pyspark.errors import StreamingQueryException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from recovery.local import topics
 from recovery.local.jars import versions
@@ -26,8 +26,12 @@ from recovery.local.spark import error_conditions, jvm_versions
 BASE_TS = int(time.time()) * 1000
 PARTITIONS = 3
 
+NewTopic = Callable[..., str]  # the fixtures of tests/conftest.py
+Produce = Callable[..., int]
+Pipeline = Callable[[str], dict[str, str]]
 
-def expected_rows(spark: SparkSession, topic: str, count: int, ts_ms: int, start: int = 0):
+
+def expected_rows(spark: SparkSession, topic: str, count: int, ts_ms: int, start: int = 0) -> DataFrame:
     """Rows the pipeline must write for keyed_records(count, partitions=3, start=start)."""
     ts = dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC).replace(tzinfo=None)
     rows = [
@@ -56,8 +60,8 @@ def restart_failure(spark: SparkSession, **kwargs: object) -> list[tuple[str, st
 
 
 @pytest.fixture
-def pipeline(spark: SparkSession, bootstrap: str, tmp_path: Path) -> Callable[[str], dict[str, object]]:
-    def args(topic: str) -> dict[str, object]:
+def pipeline(spark: SparkSession, bootstrap: str, tmp_path: Path) -> Pipeline:
+    def args(topic: str) -> dict[str, str]:
         return {
             "bootstrap": bootstrap,
             "topic": topic,
@@ -78,7 +82,7 @@ def test_versions_are_the_pinned_ones(spark: SparkSession) -> None:
 
 
 def test_kafka_to_delta_writes_exactly_the_produced_records(
-    spark: SparkSession, new_topic, produce, pipeline
+    spark: SparkSession, new_topic: NewTopic, produce: Produce, pipeline: Pipeline
 ) -> None:
     topic = new_topic(PARTITIONS)
     produce(topic, 1000, timestamp_ms=BASE_TS)
@@ -93,7 +97,7 @@ def test_kafka_to_delta_writes_exactly_the_produced_records(
 
 
 def test_delete_records_past_the_checkpoint_makes_spark_fail_with_data_loss(
-    spark: SparkSession, bootstrap: str, new_topic, produce, pipeline
+    spark: SparkSession, bootstrap: str, new_topic: NewTopic, produce: Produce, pipeline: Pipeline
 ) -> None:
     topic = new_topic(PARTITIONS)
     produce(topic, 1000, timestamp_ms=BASE_TS)
@@ -120,7 +124,7 @@ def test_delete_records_past_the_checkpoint_makes_spark_fail_with_data_loss(
 
 
 def test_time_retention_deleting_segments_makes_spark_fail_with_data_loss(
-    spark: SparkSession, bootstrap: str, new_topic, produce, pipeline
+    spark: SparkSession, bootstrap: str, new_topic: NewTopic, produce: Produce, pipeline: Pipeline
 ) -> None:
     """Real retention: the broker deletes whole expired segments and the log start offset moves."""
     old = int(time.time() * 1000) - 2 * 24 * 3600 * 1000
@@ -146,7 +150,7 @@ def test_time_retention_deleting_segments_makes_spark_fail_with_data_loss(
 
 
 def test_recreated_topic_with_fewer_records_makes_spark_fail_with_offset_changed(
-    spark: SparkSession, bootstrap: str, new_topic, produce, pipeline
+    spark: SparkSession, bootstrap: str, new_topic: NewTopic, produce: Produce, pipeline: Pipeline
 ) -> None:
     topic = new_topic(PARTITIONS)
     produce(topic, 1000, timestamp_ms=BASE_TS)

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from click.testing import CliRunner
 from streaming_job import NOW, tree_digest
 
 from recovery.cli import cli
 from recovery.errors import SinkWouldSkip
+from recovery.gate import prestart_gate
+from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
+from recovery.model import GateMode
 
 
 def test_a_sink_ahead_of_an_older_checkpoint_is_reported_and_blocks_execute(
@@ -36,9 +40,14 @@ def test_a_sink_ahead_of_an_older_checkpoint_is_reported_and_blocks_execute(
     assert "ahead of the checkpoint" in json.loads(validated.stdout)["sink_warning"]
 
     before = tree_digest(j.checkpoint)
+    # The refusal lives in the executor: the job's pre-start gate in clamp mode gets it too.
+    with pytest.raises(SinkWouldSkip):
+        prestart_gate(str(j.checkpoint), KafkaConfig(bootstrap), mode=GateMode.CLAMP, sink=str(j.table))
+    assert tree_digest(j.checkpoint) == before
     refused = run(cli, ["repair", str(j.checkpoint), "-b", bootstrap, *sink, "--execute", "--force"])
     assert isinstance(refused.exception, SinkWouldSkip)  # StateError: exit 1 through the CLI's main()
-    assert "would skip batches (warning above). Nothing was written" in str(refused.exception)
+    assert str(refused.exception).startswith(f"Delta sink {j.table}: the sink records batch 1 for this query")
+    assert "Nothing was written: start the query on a new checkpoint" in str(refused.exception)
     assert tree_digest(j.checkpoint) == before
 
     accepted = run(

@@ -40,8 +40,30 @@ def test_each_command_has_help_with_an_example_and_documented_json_keys(command:
 
 
 def test_offsets_help_lists_every_json_key() -> None:
-    from recovery.cli.offsets import OFFSETS_JSON_KEYS
+    from recovery.report.offsets import OFFSETS_JSON_KEYS
 
     help_text = CliRunner().invoke(cli, ["offsets", "--help"]).output
     for key in OFFSETS_JSON_KEYS:
         assert key in help_text, key
+
+
+@pytest.mark.parametrize("command", ["offsets", "read-to-end"])
+def test_a_command_without_topic_is_a_usage_error(command: str) -> None:
+    result = CliRunner().invoke(cli, [command, "-b", "127.0.0.1:1"])
+    assert result.exit_code == 2
+    assert "give the partitions to look at with --topic SPEC" in result.output
+
+
+def test_topic_and_topic_partitions_are_one_option_with_one_grammar() -> None:
+    help_text = CliRunner().invoke(cli, ["offsets", "--help"]).output
+    assert "-t, --topic, --topic-partitions SPEC" in help_text
+
+
+def test_group_set_is_a_dry_run_unless_execute() -> None:
+    help_text = CliRunner().invoke(cli, ["group", "set", "--help"]).output
+    assert "--dry-run / --execute" in help_text
+
+
+def test_group_show_documents_the_toolkit_verdicts() -> None:
+    help_text = CliRunner().invoke(cli, ["group", "show", "--help"]).output
+    assert "BEYOND_LOG_END" in help_text and "ABOVE_HIGH_WATERMARK" not in help_text

@@ -12,10 +12,9 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 
 from recovery.cli import cli
+from recovery.errors import GroupActive, OffsetOutsideLog
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import (
-    GroupActive,
-    OffsetOutsideLog,
     expired_offsets,
     group_offsets,
     read_offsets_file,
@@ -54,9 +53,11 @@ def test_set_and_read_group_offsets(
     group = f"{topic_name}-g"
     wanted = {TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 5}
 
-    before = set_group_offsets(kafka, group, wanted)
+    change = set_group_offsets(kafka, group, wanted)
     after = group_offsets(kafka, group)
 
+    before = change.before
+    assert (change.executed, change.exit_code, dict(change.offsets)) == (True, 0, wanted)
     assert (before.state, before.members, dict(before.offsets)) == ("Dead", 0, {})
     assert (after.state, after.members, dict(after.offsets)) == ("Empty", 0, wanted)
     assert after.retention_minutes == 10080  # the broker default (KIP-186)
@@ -161,7 +162,7 @@ def test_cli_set_dry_run_then_execute(
     unchanged = group_offsets(KafkaConfig(bootstrap), group)
     done = runner.invoke(cli, ["group", "set", group, "-b", bootstrap, "--from-file", str(plan), "--execute"])
 
-    assert dry.exit_code == 0, dry.output
+    assert dry.exit_code == 1, dry.output  # a dry run with changes pending, as every dry run
     assert dry.stdout == f"topic,partition,current_offset,new_offset\n{topic},0,,1\n{topic},1,,5\n"
     assert "dry run: nothing was written" in dry.stderr
     assert dict(unchanged.offsets) == {}
@@ -170,3 +171,5 @@ def test_cli_set_dry_run_then_execute(
         TopicPartition(topic, 0): 1,
         TopicPartition(topic, 1): 5,
     }
+    again = runner.invoke(cli, ["group", "set", group, "-b", bootstrap, "--from-file", str(plan)])
+    assert again.exit_code == 0, again.output  # nothing would change

@@ -1,4 +1,5 @@
-"""Offset ranges, timestamp lookups and topic identity on the real broker (``recovery.kafka.admin``)."""
+"""Offset ranges, timestamp lookups and topic identity on the real broker (``recovery.kafka.offsets``,
+``recovery.kafka.admin``) and the ``offsets`` command."""
 
 from __future__ import annotations
 
@@ -12,15 +13,14 @@ from confluent_kafka import Producer
 
 from recovery.cli import cli
 from recovery.errors import KafkaUnavailable, NoOffsetForTime, TopicNotFound
-from recovery.kafka.admin import (
-    Isolation,
+from recovery.kafka import (
     KafkaAdmin,
     MissingPartition,
     MissingReason,
-    NoMatch,
     OffsetRow,
     PartitionOffsets,
     TimeLookup,
+    admin_for,
     offset_ranges,
     offset_table,
     offsets_for_time,
@@ -31,7 +31,7 @@ from recovery.kafka.specs import TimeKind, TimeSpec, iso_utc, parse_topic_partit
 from recovery.local import topics
 from recovery.local.broker import LocalKafkaBroker
 from recovery.local.topics import Record
-from recovery.model import OffsetRange, TopicPartition
+from recovery.model import Isolation, NoMatch, OffsetRange, TopicPartition
 
 # Recent timestamps: records older than retention.ms (7 days) are deleted by the rig's fast retention.
 T0 = (int(time.time() * 1000) // 1000) * 1000 - 3_600_000
@@ -168,9 +168,10 @@ def test_deleted_records_move_the_log_start(
     topics.delete_records(bootstrap, topic, {0: 4, 1: 10})
 
     spec = TimeSpec(TimeKind.TIMESTAMP, T0)
-    rows = offset_table(kafka, [tp(topic, 0), tp(topic, 1)], spec, no_match=NoMatch.LATEST)
+    table = offset_table(kafka, [tp(topic, 0), tp(topic, 1)], spec, no_match=NoMatch.LATEST)
 
-    assert [(r.offsets.range, r.lookup.offset) for r in rows.values() if isinstance(r, OffsetRow)] == [
+    assert table.exit_code == 0
+    assert [(r.offsets.range, r.lookup.offset) for r in table.rows.values() if isinstance(r, OffsetRow)] == [
         (OffsetRange(4, 10), 4),
         (OffsetRange(10, 10), 10),  # every record deleted: no match, latest
     ]
@@ -228,10 +229,8 @@ def test_recreated_topic_has_a_new_topic_id(
 
 def wait_until_listed(kafka: KafkaConfig, *names: str) -> None:
     """A new topic reaches the broker's metadata a moment after CreateTopics returns (KRaft)."""
-    from recovery.kafka.admin import KafkaAdmin
-
     deadline = time.monotonic() + 10
-    while not set(names) <= set(KafkaAdmin(kafka).topic_names()):
+    while not set(names) <= set(admin_for(kafka).topic_names()):
         assert time.monotonic() < deadline, f"{names} not listed after 10 s"
         time.sleep(0.1)
 
@@ -255,8 +254,9 @@ def test_cli_table(runner: CliRunner, bootstrap: str, new_topic: Callable[..., s
         "TOPIC", "PARTITION", "LOG-START", "HIGH-WATERMARK", "LAST-STABLE", "OFFSET", "TIMESTAMP", "NOTE"
     ]  # fmt: skip
     iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((T0 + 1000) // 1000)) + ".000Z"
-    assert row0.split() == [topic, "0", "0", "2", "2", "1", iso]
-    assert row1.split()[:6] == [topic, "1", "0", "0", "0", "0"]
+    # LAST-STABLE is empty: asked for only under read_committed.
+    assert row0.split() == [topic, "0", "0", "2", "1", iso]
+    assert row1.split()[:5] == [topic, "1", "0", "0", "0"]
     assert row1.endswith(f"no record at or after {iso_utc(at)}: latest")
 
 
@@ -280,7 +280,7 @@ def test_cli_json_keys_and_values(runner: CliRunner, bootstrap: str, new_topic: 
             "status": "OK",
             "log_start_offset": 0,
             "high_watermark": 3,
-            "last_stable_offset": 3,
+            "last_stable_offset": None,  # asked for only under read_committed
             "time": str(T0 + 1000),
             "offset": 1,
             "timestamp": T0 + 1000,
@@ -315,8 +315,8 @@ def test_cli_csv(runner: CliRunner, bootstrap: str, new_topic: Callable[..., str
     assert result.output == (
         "topic,partition,topic_id,status,log_start_offset,high_watermark,last_stable_offset,time,offset,"
         "timestamp,no_match\n"
-        f"{topic},0,{topic_id},OK,0,2,2,earliest,0,,\n"
-        f"{topic},1,{topic_id},OK,0,2,2,earliest,0,,\n"
+        f"{topic},0,{topic_id},OK,0,2,,earliest,0,,\n"
+        f"{topic},1,{topic_id},OK,0,2,,earliest,0,,\n"
     )
 
 
@@ -329,7 +329,7 @@ def test_cli_no_match_fail_prints_nothing_on_stdout(
     produce_at(bootstrap, topic, 0, [T0])
 
     with pytest.raises(SystemExit) as exited:
-        main(["offsets", "-b", bootstrap, "--topic", topic, "--time", str(T0 + 1)])
+        main(["offsets", "-b", bootstrap, "--topic", topic, "--time", str(T0 + 1), "--no-match", "fail"])
 
     out, err = capfd.readouterr()
     assert (exited.value.code, out) == (1, "")
@@ -431,4 +431,53 @@ def test_cli_latest_under_read_committed_is_the_last_stable_offset(
 
     topic_id = topic_ids(KafkaConfig(bootstrap), [topic])[topic]
     assert committed.stdout.splitlines()[1] == f"{topic},0,{topic_id},OK,0,1,0,latest,0,,"
-    assert uncommitted.stdout.splitlines()[1] == f"{topic},0,{topic_id},OK,0,1,0,latest,1,,"
+    # read_uncommitted does not ask for the last stable offset (one request per broker fewer).
+    assert uncommitted.stdout.splitlines()[1] == f"{topic},0,{topic_id},OK,0,1,,latest,1,,"
+
+
+def test_cli_topic_is_repeatable_and_takes_partition_specs(
+    runner: CliRunner, kafka: KafkaConfig, new_topic: Callable[..., str]
+) -> None:
+    """One grammar: ``--topic orders`` is the topic, ``-t orders:1`` a partition; items add up."""
+    first = new_topic(partitions=3, suffix="-a")
+    second = new_topic(partitions=2, suffix="-b")
+    wait_until_listed(kafka, first, second)
+
+    result = runner.invoke(
+        cli,
+        ["offsets", "-b", kafka.bootstrap_servers, "-t", f"{first}:1", "--topic", second,
+         "--exclude-internal-topics", "--output", "csv"],
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    assert [line.split(",")[:2] for line in result.stdout.splitlines()[1:]] == [
+        [first, "1"],
+        [second, "0"],
+        [second, "1"],
+    ]
+
+
+def test_without_the_c_entry_point_the_public_list_offsets_gives_the_same_answers(
+    kafka: KafkaConfig, new_topic: Callable[..., str], produce, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The admin sends ListOffsets through confluent_kafka's C entry point (one future per call);
+    a confluent_kafka without it falls back to the public per-partition futures."""
+    import confluent_kafka.cimpl
+
+    topic = new_topic(partitions=2)
+    produce(topic, 6, partitions=2)
+    wanted = [tp(topic, 0), tp(topic, 1), tp(topic, 5)]
+    direct = offset_ranges(kafka, wanted, Isolation.READ_COMMITTED)
+
+    class NoEntryPoint:
+        pass
+
+    monkeypatch.setattr(confluent_kafka.cimpl, "_AdminClientImpl", NoEntryPoint)
+    public = offset_ranges(kafka, wanted, Isolation.READ_COMMITTED)
+
+    assert public == direct
+    assert [r.range for r in public.values() if isinstance(r, PartitionOffsets)] == [
+        OffsetRange(0, 3),
+        OffsetRange(0, 3),
+    ]
+    assert public[tp(topic, 5)] == MissingPartition(tp(topic, 5), MissingReason.PARTITION_GONE)

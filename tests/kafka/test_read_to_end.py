@@ -11,11 +11,10 @@ from confluent_kafka import Producer
 
 from recovery.cli import cli
 from recovery.errors import KafkaUnavailable, TopicNotFound
-from recovery.kafka.admin import Isolation
+from recovery.kafka import LogReader, PartitionRead, read_to_end
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.read import LogReader, PartitionRead, read_to_end
 from recovery.local import topics
-from recovery.model import OffsetRange, TopicPartition
+from recovery.model import Isolation, OffsetRange, TopicPartition
 
 
 def transactions(topic: str, transactional: Callable[..., Producer]) -> None:
@@ -232,3 +231,58 @@ def test_cli_records_to_stdout_moves_the_summary_to_stderr(
     assert result.exit_code == 0, result.output
     assert [json.loads(line)["value"] for line in result.stdout.splitlines()] == ["v0", "v1", "v2"]
     assert result.stderr.splitlines()[1].split()[:5] == [topic, "0", "0", "3", "3"]
+
+
+def test_summary_only_read_agrees_with_the_records(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """run() keeps nothing per record, yet counts and time spans match a full read (several topics)."""
+    first, second = new_topic(partitions=2, suffix="-a"), new_topic(partitions=1, suffix="-b")
+    topics.produce(bootstrap, first, topics.keyed_records(9, partitions=2, timestamp_ms=1_795_000_000_000))
+    topics.produce(bootstrap, second, topics.keyed_records(3, partitions=1, timestamp_ms=1_795_000_000_500))
+    starts: dict[TopicPartition, int | None] = {
+        TopicPartition(first, 0): None,
+        TopicPartition(first, 1): 2,
+        TopicPartition(second, 0): None,
+    }
+
+    summary = LogReader(kafka, starts, deadline_s=20).run()
+    reader = LogReader(kafka, starts, deadline_s=20)
+    chunks = [chunk for poll in reader.chunks() for chunk in poll]
+
+    assert summary == reader.result()
+    assert [(r.tp, r.start, r.end, r.records) for r in summary.reads] == [
+        (TopicPartition(first, 0), 0, 5, 5),
+        (TopicPartition(first, 1), 2, 4, 2),
+        (TopicPartition(second, 0), 0, 3, 3),
+    ]
+    assert {r.tp: (r.min_timestamp_ms, r.max_timestamp_ms) for r in summary.reads}[
+        TopicPartition(second, 0)
+    ] == (1_795_000_000_500, 1_795_000_000_500)
+    by_partition: dict[TopicPartition, list[int]] = {}
+    for chunk in chunks:
+        by_partition.setdefault(chunk.tp, []).extend(chunk.offsets)
+        assert [r.offset for r in chunk.records()] == list(chunk.offsets)
+    assert by_partition == {
+        TopicPartition(first, 0): [0, 1, 2, 3, 4],
+        TopicPartition(first, 1): [2, 3],
+        TopicPartition(second, 0): [0, 1, 2],
+    }
+
+
+def test_records_written_after_the_snapshot_are_not_read(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str], produce: Callable[..., int]
+) -> None:
+    """from_selection snapshots the ends once (with the starts); records written later are left out."""
+    from recovery.kafka.specs import parse_time, parse_topic_partitions
+
+    topic = new_topic(partitions=1)
+    produce(topic, 4, partitions=1)
+    reader = LogReader.from_selection(
+        kafka, parse_topic_partitions(topic), parse_time("earliest"), deadline_s=20
+    )
+    produce(topic, 3, partitions=1, start=4)  # after the snapshot
+
+    (read,) = reader.run().reads
+
+    assert (read.start, read.end, read.records) == (0, 4, 4)

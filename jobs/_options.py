@@ -1,0 +1,80 @@
+"""What the jobs share: Kafka's connection flags, and the error boundary of a job's command line.
+
+The jobs are scripts (``python jobs/NAME.py`` or ``spark-submit jobs/NAME.py``), so this sibling
+module is importable as ``_options``. They use the library (``recovery``), never its CLI.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from recovery.errors import ExitCode, RecoveryError
+from recovery.kafka.config import KafkaConfig
+
+
+def kafka_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``-b/--bootstrap-server``, ``--command-config FILE``, ``-X prop=val``: the command receives
+    ``kafka: KafkaConfig`` (the same flags and meanings as ``stream-recovery``)."""
+
+    @click.option(
+        "-b",
+        "--bootstrap-server",
+        "bootstrap_server",
+        required=True,
+        envvar="KAFKA_BOOTSTRAP_SERVERS",
+        metavar="HOST:PORT[,...]",
+        help="Kafka brokers (env KAFKA_BOOTSTRAP_SERVERS).",
+    )
+    @click.option(
+        "--command-config",
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        help="Kafka-style properties file of client settings (SASL/SSL).",
+    )
+    @click.option(
+        "-X",
+        "kafka_property",
+        multiple=True,
+        metavar="PROP=VAL",
+        help="Set a client property (librdkafka name); repeatable; wins over the file.",
+    )
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        bootstrap_server: str,
+        command_config: str | None,
+        kafka_property: tuple[str, ...],
+        **kwargs: Any,
+    ) -> Any:
+        kafka = KafkaConfig.from_options(
+            bootstrap_server, command_config=command_config, overrides=kafka_property
+        )
+        return func(*args, kafka=kafka, **kwargs)
+
+    return wrapper
+
+
+def run_job(command: click.Command, prog_name: str) -> None:
+    """Run a job's command: a RecoveryError becomes ``Error: <message>`` on stderr and its exit code
+    (2 bad input, 1 refused or action needed, 3 unreachable); usage errors exit 2. The library's
+    warnings (the gate's report, a clamp repair) go to stderr through logging."""
+    logging.basicConfig(
+        level=logging.WARNING, format="stream-recovery %(name)s: %(message)s", stream=sys.stderr
+    )
+    try:
+        code = command.main(prog_name=prog_name, standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(ExitCode.INVALID_INPUT)
+    except click.exceptions.Abort:
+        sys.exit(ExitCode.ACTION_NEEDED)
+    except RecoveryError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)

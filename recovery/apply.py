@@ -1,0 +1,190 @@
+"""The executor: the one place a Kafka repair plan is written into a checkpoint.
+
+``repair --execute``, the pre-start gate in clamp mode, the jobs and Python callers all apply plans
+through :func:`apply`, so each gets every refusal, in this order, before anything is written:
+
+1. the plan's own policy: loss budget, offsets unreadable, a source emptied (LossBudgetExceeded);
+2. the checkpoint looks in use by a running query, unless ``force`` (CheckpointInUse);
+3. a re-plan on offsets read just now must change the same partitions in the same files and pass
+   the same policy: retention keeps moving (PlanOutdated, LossBudgetExceeded);
+4. a Delta sink that would skip the changed batch, unless ``accept_sink_skip`` (SinkWouldSkip);
+
+then it backs up the files it changes, rewrites them in place (temp file + rename, fresh ``.crc``),
+and records the ids of the topics that are healthy afterwards, in the same backup set. All of it runs
+under the checkpoint's write lock (:func:`recovery.checkpoint.checkpoint_lock`): a second writer is
+refused naming the holder, and a command that was killed half-way is rolled back first, before the
+checkpoint is read and re-planned.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from recovery.checkpoint import (
+    BackupSet,
+    Checkpoint,
+    Interrupted,
+    checkpoint_lock,
+    open_checkpoint,
+    rewrite_offsets,
+)
+from recovery.errors import CheckpointInUse, LossBudgetExceeded, PlanOutdated, SinkWouldSkip
+from recovery.kafka.config import KafkaConfig
+from recovery.model import CheckpointFile, ClusterView, Plan, TopicPartition
+from recovery.plan import plan_repair, resolve_sink
+from recovery.resume import checkpoint_view, cluster_for, sink_facts
+from recovery.topic_ids import TOPIC_IDS_FILE, record_topic_ids, topic_ids_file
+
+DEFAULT_ACTIVE_WITHIN_S = 300.0
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What :func:`apply` wrote: the plan as re-made on fresh offsets, and the backup of the originals."""
+
+    plan: Plan
+    backup: BackupSet | None  # None when nothing needed to change
+    recorded_topic_ids: Mapping[str, str]
+    recovered: Interrupted | None = None  # a killed command this one rolled back first
+
+
+def apply(
+    plan: Plan,
+    kafka: KafkaConfig,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    backup_dir: str | None = None,
+    force: bool = False,
+    active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
+    sink: str | None = None,
+    accept_sink_skip: bool = False,
+    recorded_by: str = "repair --execute",
+) -> Applied:
+    """Apply ``plan`` to its checkpoint, or refuse and write nothing (see the module docstring).
+
+    The fresh plan is the one applied (``Applied.plan``): a value that moved with the log (a log
+    start after retention, a log end after new records) is taken as it is now, and the budget is
+    checked on it.
+
+    Example: ``apply(plan_repair("/chk", kafka), kafka).backup.id``
+    """
+    if plan.refused:
+        raise LossBudgetExceeded(f"{plan.checkpoint}: repair refused: {plan.refused}. Nothing was written.")
+    # The lock first: it rolls back a killed command, so what is read and re-planned is the original.
+    with checkpoint_lock(plan.checkpoint, storage_options, command=recorded_by) as lock:
+        chk = open_checkpoint(plan.checkpoint, storage_options)
+        if not force:
+            refuse_if_in_use(chk, active_within_s)
+        # The same facts the plan was made from: the sink's batch, the recreation evidence.
+        view, _ = checkpoint_view(chk)
+        view = sink_facts(view, plan.sink.table if plan.sink else None, storage_options)
+        cluster = cluster_for(kafka, resolve_sink(view), plan.isolation)
+        strategy, policy = plan.made_with or (None, None)
+        fresh = replace(plan_repair(view, cluster, strategy, policy), isolation=plan.isolation)
+        if fresh.refused:
+            raise LossBudgetExceeded(
+                f"{plan.checkpoint}: repair refused on offsets read just now: {fresh.refused}. "
+                "Nothing was written."
+            )
+        if _touched(fresh) != _touched(plan):
+            raise PlanOutdated(
+                f"{plan.checkpoint}: the checkpoint or the cluster changed since the plan was made "
+                "(partitions or batch files differ); plan the repair again. Nothing was written."
+            )
+        if sink is not None and not accept_sink_skip:
+            # A batch the sink holds is skipped by Spark: its offsets/N is where batch N+1 starts,
+            # and changing it is the point of the plan, not a batch the sink would skip.
+            skipped = fresh.sink_skips_batch
+            files = [f for f in fresh.files if skipped is None or f != CheckpointFile.offsets(skipped)]
+            refuse_sink_skip(chk, sink, files, storage_options)
+        healthy = _healthy_topic_ids(fresh, cluster)
+        if not fresh.changes:
+            return Applied(fresh, None, record_topic_ids(chk, healthy, recorded_by), lock.recovered)
+        batches: dict[int, dict[int | str, dict[TopicPartition, int | None]]] = {}
+        initial: dict[int | str, dict[TopicPartition, int | None]] = {}
+        for change in fresh.changes:
+            values = initial if change.file.is_initial else batches.setdefault(change.file.number, {})
+            values.setdefault(change.source_id, {})[change.tp] = change.new
+        # The id record changes with the offsets, in the same backup set: a restore puts both back.
+        ids, ids_file = topic_ids_file(chk, healthy, recorded_by, int(time.time() * 1000))
+        backup = rewrite_offsets(
+            chk,
+            batches,
+            initial=initial,
+            backup_dir=backup_dir,
+            storage_options=storage_options,
+            extra={TOPIC_IDS_FILE: ids_file},
+        )
+        log.info("%s: rewrote %s; backup %s", chk.location, ", ".join(map(str, fresh.files)), backup.id)
+        return Applied(fresh, backup, ids, lock.recovered)
+
+
+def refuse_if_in_use(chk: Checkpoint, active_within_s: float) -> None:
+    """A running query writes offsets/N before each batch and commits/N after it. If the newest of
+    those was written within ``active_within_s``, assume a query is running: a rewrite under it would
+    be ignored (Spark caches the last batches) or overwritten. An idle running query writes nothing,
+    so this cannot prove a query is stopped: stop the query before repairing."""
+    newest = [f"offsets/{i}" for i in chk.offset_batch_ids[-1:]] + [
+        f"commits/{i}" for i in chk.commit_batch_ids[-1:]
+    ]
+    now = time.time()
+    for rel in newest:
+        try:
+            modified = chk.store.fs.modified(chk.store.full(rel)).timestamp()
+        except (NotImplementedError, OSError, KeyError, AttributeError):
+            continue  # a store that cannot say: nothing to go on
+        age = now - modified
+        if age < active_within_s:
+            raise CheckpointInUse(
+                f"{chk.store.display(rel)} was written {age:.0f}s ago: the query looks like it is running. "
+                f"Stop it first, or pass --force if it is stopped. Nothing was written."
+            )
+
+
+def refuse_sink_skip(
+    checkpoint: str | Checkpoint,
+    sink: str,
+    changed_files: Iterable[CheckpointFile],
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Raise SinkWouldSkip when the Delta sink ``sink`` would skip batches of this query once
+    ``changed_files`` are rewritten: their records would never reach it."""
+    warning = sink_warning(checkpoint, sink, changed_files, storage_options)
+    if warning is not None:
+        raise SinkWouldSkip(
+            f"{warning.message}. Nothing was written: start the query on a new checkpoint "
+            "(see `starting-offsets`), or pass --accept-sink-skip"
+        )
+
+
+def sink_warning(
+    checkpoint: str | Checkpoint,
+    sink: str,
+    changed_files: Iterable[CheckpointFile] = (),
+    storage_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """The Delta sink's :class:`~recovery.delta.model.SinkWarning`, or None (deltalake is imported
+    only when a sink is named)."""
+    from recovery.delta.api import sink_warning as delta_sink_warning
+
+    return delta_sink_warning(
+        checkpoint, sink, changed_files=[str(f) for f in changed_files], storage_options=storage_options
+    )
+
+
+def _touched(plan: Plan) -> set[tuple[CheckpointFile, str, TopicPartition, bool]]:
+    return {(c.file, c.source_id, c.tp, c.new is None) for c in plan.changes}
+
+
+def _healthy_topic_ids(plan: Plan, cluster: ClusterView) -> dict[str, str]:
+    """Ids of the topics whose every partition is fine once ``plan`` is applied. A topic left with
+    a problem (out of ``--topic`` scope, say) keeps its old id, so a recreation stays visible."""
+    moved = {(m.source_id, m.tp) for m in plan.moves}
+    troubled = {f.tp.topic for f in plan.findings if f.needs_action and (f.source_id, f.tp) not in moved}
+    return {topic: id_ for topic, id_ in cluster.topic_ids.items() if topic not in troubled}

@@ -1,0 +1,423 @@
+"""The intent record and lock of a checkpoint: ``_recovery/intent.json`` and a ``flock``.
+
+Every command that writes into a checkpoint (repair, Delta source repair, restore) holds
+:func:`checkpoint_lock` while it re-reads, plans and writes:
+
+* **One writer at a time.** On a local file system the lock is an exclusive ``flock`` on the
+  checkpoint directory (released by the kernel when the process dies). A second writer gets
+  :class:`~recovery.errors.StateError` (exit 1) naming the holder: command, host, pid, start time.
+  Object stores have no locks: there the intent record alone is checked (best effort: two writers
+  starting within the same second can both pass).
+* **An intent record before the first change.** ``_recovery/intent.json`` says which command, which
+  process, which backup set holds the originals, and whether writing has begun (``phase``). It is
+  removed when the command finished or rolled itself back. If it is still there, the command was
+  killed: every reader reports it (:func:`read_interrupted`), with the backup set to use.
+* **Dead holders.** The next writing command (any of them) that finds the record of a process that
+  is gone -- same host, and its pid no longer runs (or runs a different process) -- rolls the
+  interrupted command back from its backup set, logs a warning saying so, and then goes on: the
+  checkpoint is byte for byte what it was before the interrupted command began (``.crc`` included),
+  and the command then does its own work. A holder on another host cannot be checked from here: the
+  command refuses, naming it; once the operator has made sure it is gone,
+  :func:`recover_interrupted` with ``take_over=True`` (``stream-recovery checkpoint recover PATH
+  --take-over --execute``) rolls it back.
+
+Nested use in one process is free: the innermost ``checkpoint_lock`` on the same checkpoint reuses
+the one held by the caller.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from recovery.checkpoint.store import Store
+from recovery.errors import CheckpointFormatError, ExitCode, InvalidInput, StateError
+
+log = logging.getLogger(__name__)
+
+RECOVERY_DIR = "_recovery"
+INTENT_FILE = f"{RECOVERY_DIR}/intent.json"
+INTENT_FORMAT = 1
+
+
+class Phase(StrEnum):
+    BACKUP = "backup"  # the backup set is being written; the checkpoint is untouched
+    WRITE = "write"  # the backup set is complete; checkpoint files are being replaced
+
+
+class HolderState(StrEnum):
+    ALIVE = "alive"
+    DEAD = "dead"
+    UNKNOWN = "unknown"  # another host: cannot be checked from here
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The process that holds (or held) a checkpoint's lock."""
+
+    command: str
+    host: str
+    pid: int
+    started: str  # ISO 8601 UTC
+    proc_start: str | None = None  # /proc/<pid>/stat start time: tells a reused pid apart
+
+    def describe(self) -> str:
+        return f"{self.command} (host {self.host}, pid {self.pid}, started {self.started})"
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What a writing command is doing to a checkpoint (``_recovery/intent.json``)."""
+
+    token: str
+    holder: Holder
+    phase: Phase
+    backup_id: str | None = None
+    backup_root: str | None = None  # the backup directory (URL) holding ``backup_id``
+    files: tuple[str, ...] = ()  # checkpoint files the command changes
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """An intent record left behind: a writing command is running now, or was killed."""
+
+    intent: Intent
+    state: HolderState
+
+    @property
+    def message(self) -> str:
+        i = self.intent
+        backup = (
+            f"; the original files are in backup set {i.backup_id} ({i.backup_root})"
+            if i.backup_id and i.phase is Phase.WRITE
+            else "; it had not changed any checkpoint file yet"
+        )
+        if self.state is HolderState.ALIVE:
+            return f"{i.holder.describe()} is writing this checkpoint now{backup}"
+        how = (
+            "running any writing command again (repair, restore) first rolls it back"
+            if self.state is HolderState.DEAD
+            else "if that process is gone, `stream-recovery checkpoint recover <checkpoint> --take-over "
+            "--execute` rolls it back"
+        )
+        return f"{i.holder.describe()} was interrupted while writing this checkpoint{backup}; {how}"
+
+
+@dataclass
+class Lock:
+    """A held checkpoint lock: record progress with :meth:`record`; ``recovered`` is the interrupted
+    command this one rolled back when it took the lock (None if there was none)."""
+
+    store: Store
+    holder: Holder
+    token: str
+    recovered: Interrupted | None = None
+    intent: Intent | None = None
+    depth: int = 1
+    _fd: int | None = field(default=None, repr=False)
+
+    def record(
+        self,
+        phase: Phase,
+        *,
+        backup_id: str | None = None,
+        backup_root: str | None = None,
+        files: tuple[str, ...] = (),
+    ) -> None:
+        """Write the intent record (atomically) before the step it announces."""
+        self.intent = Intent(self.token, self.holder, phase, backup_id, backup_root, files)
+        self.store.write_atomic(INTENT_FILE, _intent_json(self.intent).encode("utf-8"))
+
+    def done(self) -> None:
+        """The command finished or rolled itself back: no record is left (nor an empty
+        ``_recovery/`` made only for it)."""
+        if self.intent is not None:
+            self.store.remove(INTENT_FILE)
+            self.intent = None
+            if self.store.is_local:
+                with suppress(OSError):
+                    os.rmdir(self.store.full(RECOVERY_DIR))  # only succeeds when empty
+
+
+_held: dict[str, Lock] = {}
+_held_guard = threading.Lock()
+
+
+def _key(store: Store) -> str:
+    return os.path.realpath(store.root) if store.is_local else store.display()
+
+
+def _proc_start(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def current_holder(command: str) -> Holder:
+    now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return Holder(command, socket.gethostname(), os.getpid(), now, _proc_start(os.getpid()))
+
+
+def holder_state(holder: Holder) -> HolderState:
+    """ALIVE/DEAD for a process on this host; UNKNOWN for another host."""
+    if holder.host != socket.gethostname():
+        return HolderState.UNKNOWN
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return HolderState.DEAD
+    except PermissionError:
+        pass  # exists, owned by someone else
+    if holder.proc_start is not None and _proc_start(holder.pid) not in (None, holder.proc_start):
+        return HolderState.DEAD  # the pid was reused by another process
+    return HolderState.ALIVE
+
+
+def _intent_json(intent: Intent) -> str:
+    h = intent.holder
+    return json.dumps(
+        {
+            "format": INTENT_FORMAT,
+            "token": intent.token,
+            "command": h.command,
+            "host": h.host,
+            "pid": h.pid,
+            "started": h.started,
+            "proc_start": h.proc_start,
+            "phase": str(intent.phase),
+            "backup_id": intent.backup_id,
+            "backup_root": intent.backup_root,
+            "files": list(intent.files),
+        },
+        indent=2,
+    )
+
+
+def _parse_intent(data: bytes, where: str) -> Intent:
+    try:
+        v = json.loads(data)
+        holder = Holder(
+            str(v["command"]),
+            str(v["host"]),
+            int(v["pid"]),
+            str(v["started"]),
+            None if v.get("proc_start") is None else str(v["proc_start"]),
+        )
+        return Intent(
+            token=str(v["token"]),
+            holder=holder,
+            phase=Phase(v["phase"]),
+            backup_id=None if v.get("backup_id") is None else str(v["backup_id"]),
+            backup_root=None if v.get("backup_root") is None else str(v["backup_root"]),
+            files=tuple(str(p) for p in v.get("files", ())),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointFormatError(f"{where}: not an intent record ({exc})") from None
+
+
+def read_intent(store: Store) -> Intent | None:
+    data = store.read(INTENT_FILE)
+    return None if data is None else _parse_intent(data, store.display(INTENT_FILE))
+
+
+def read_interrupted(store: Store) -> Interrupted | None:
+    """The intent record left in the checkpoint, with whether its process still runs."""
+    intent = read_intent(store)
+    if intent is None:
+        return None
+    mine = _held.get(_key(store))
+    if mine is not None and mine.token == intent.token:
+        return None  # our own record, read while we hold the lock
+    return Interrupted(intent, holder_state(intent.holder))
+
+
+def _refuse_symlinked_recovery_dir(store: Store) -> None:
+    if store.is_symlink(RECOVERY_DIR):
+        raise InvalidInput(
+            f"{store.display(RECOVERY_DIR)}: is a symlink; the toolkit keeps its lock and intent record "
+            "there and refuses to write through a symlink (remove it; put backups elsewhere with "
+            "--backup-dir)"
+        )
+
+
+def _flock(store: Store) -> int | None:
+    """An exclusive, non-blocking flock on the checkpoint directory itself (local file systems; no
+    file is created for it); None where there is none, -1 when another process holds it."""
+    if not store.is_local:
+        return None
+    import fcntl
+
+    try:
+        fd = os.open(store.full(), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InvalidInput(f"{store.display()}: cannot be opened ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return -1
+        raise InvalidInput(f"{store.display()}: cannot be locked ({exc.strerror})") from None
+    return fd
+
+
+def _release(fd: int | None) -> None:
+    if fd is not None and fd >= 0:
+        os.close(fd)  # closing the last descriptor releases the flock
+
+
+def _busy(store: Store, intent: Intent | None) -> StateError:
+    who = intent.holder.describe() if intent else "another process (its record is not written yet)"
+    return StateError(
+        f"{store.display()}: {who} is writing this checkpoint; nothing was written. "
+        "Wait for it to finish, then run the command again"
+    )
+
+
+@contextmanager
+def checkpoint_lock(
+    checkpoint: str | Store,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    command: str,
+    take_over: bool = False,
+) -> Iterator[Lock]:
+    """Hold the checkpoint's write lock; first roll back a command that was interrupted (its process
+    is gone). Raises StateError (exit 1) when another live command holds it, or when the holder runs
+    on another host (unless ``take_over``).
+
+    Example::
+
+        with checkpoint_lock("/data/chk", command="repair --execute") as lock:
+            chk = open_checkpoint("/data/chk")      # re-read under the lock
+            ...                                     # plan, then rewrite_offsets(chk, ...)
+    """
+    store = checkpoint if isinstance(checkpoint, Store) else Store(checkpoint, storage_options)
+    key = _key(store)
+    with _held_guard:
+        held = _held.get(key)
+        if held is not None:
+            held.depth += 1
+    if held is not None:
+        try:
+            yield held
+        finally:
+            held.depth -= 1
+        return
+    _refuse_symlinked_recovery_dir(store)
+    fd = _flock(store)
+    if fd == -1:
+        raise _busy(store, _safe_read_intent(store))
+    holder = current_holder(command)
+    lock = Lock(store, holder, uuid.uuid4().hex, _fd=fd)
+    try:
+        if fd is not None:
+            store.remove_temp_files(INTENT_FILE)  # left by a process killed while writing its record
+        lock.recovered = _take_over_leftover(store, take_over=take_over, flocked=fd is not None)
+        with _held_guard:
+            _held[key] = lock
+        try:
+            if fd is None:  # object store: announce ourselves and check nobody else did meanwhile
+                lock.record(Phase.BACKUP)
+                time.sleep(0.05)
+                current = read_intent(store)
+                if current is None or current.token != lock.token:
+                    raise _busy(store, current)
+            try:
+                yield lock
+            except BaseException:
+                if lock.intent is not None and lock.intent.phase is Phase.BACKUP:
+                    lock.done()  # no checkpoint file had changed yet
+                raise
+            lock.done()
+        finally:
+            with _held_guard:
+                _held.pop(key, None)
+    finally:
+        _release(fd)
+
+
+def _safe_read_intent(store: Store) -> Intent | None:
+    try:
+        return read_intent(store)
+    except CheckpointFormatError:
+        return None
+
+
+def _take_over_leftover(store: Store, *, take_over: bool, flocked: bool) -> Interrupted | None:
+    intent = read_intent(store)
+    if intent is None:
+        return None
+    state = holder_state(intent.holder)
+    if state is HolderState.ALIVE and not flocked:
+        raise _busy(store, intent)
+    if state is HolderState.UNKNOWN and not take_over:
+        raise StateError(
+            f"{store.display()}: {intent.holder.describe()} holds this checkpoint and runs on another "
+            "host; nothing was written. If that process is gone, roll back what it did with "
+            f"`stream-recovery checkpoint recover {store.display()} --take-over --execute`"
+        )
+    # Dead (or alive but without the flock we now hold: it no longer writes), or taken over.
+    interrupted = Interrupted(intent, HolderState.DEAD if state is HolderState.ALIVE else state)
+    from recovery.checkpoint.rewrite import roll_back_intent
+
+    roll_back_intent(store, intent)
+    store.remove(INTENT_FILE)
+    log.warning(
+        "%s: %s was interrupted; rolled back what it had changed%s. Taking over.",
+        store.display(),
+        intent.holder.describe(),
+        f" from backup set {intent.backup_id}" if intent.phase is Phase.WRITE else " (nothing yet)",
+    )
+    return replace(interrupted)
+
+
+@dataclass(frozen=True)
+class RecoverResult:
+    """What ``checkpoint recover`` found (and, executed, rolled back)."""
+
+    checkpoint: str
+    interrupted: Interrupted | None
+    executed: bool
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 nothing interrupted or rolled back; 1 a dry run with a rollback pending."""
+        return ExitCode.ACTION_NEEDED if self.interrupted and not self.executed else ExitCode.OK
+
+
+def recover_interrupted(
+    location: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    take_over: bool = False,
+    execute: bool = False,
+) -> RecoverResult:
+    """Roll back a writing command that was interrupted (its intent record is left in
+    ``_recovery/``), from the backup set it names. Without ``execute`` only says what it found.
+    ``take_over``: the holder runs on another host and the operator has made sure it is gone.
+    Raises StateError when the holder is alive (or, without ``take_over``, on another host).
+
+    Example: ``recover_interrupted("/data/chk", execute=True).interrupted``
+    """
+    store = Store(location, storage_options)
+    if not store.exists("metadata") and not store.exists(INTENT_FILE):
+        raise CheckpointFormatError(f"{store.display()}: no checkpoint here")
+    if not execute:
+        return RecoverResult(store.location, read_interrupted(store), False)
+    with checkpoint_lock(store, command="checkpoint recover --execute", take_over=take_over) as lock:
+        return RecoverResult(store.location, lock.recovered, True)

@@ -1,0 +1,131 @@
+"""``conf check DIR`` and ``fleet validate DIR``: clusters and jobs described in TOML files.
+
+Each command: options -> one library call (:func:`recovery.conf.load_conf`,
+:func:`recovery.fleet.validate_fleet`) -> rows and lines from :mod:`recovery.report.fleet` (where
+the JSON keys are documented) -> the result's exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import click
+
+from recovery.cli import render
+from recovery.cli.options import output_option
+
+if TYPE_CHECKING:
+    from recovery.fleet import JobResult
+
+
+@click.group(name="conf")
+def conf_group() -> None:
+    """Kafka clusters and streaming jobs described in TOML files (docs/fleet.md)."""
+
+
+@conf_group.command(name="check")
+@click.argument("directory", metavar="DIR")
+@output_option("table", "json")
+def check_cmd(directory: str, output: str) -> None:
+    """Read every *.toml file of DIR (or the one file DIR) and list the clusters and jobs found.
+
+    Secrets are never shown: values read from the environment print as $NAME. Exit 0 when the
+    files are valid and every environment variable they name is set; 2 with a one-line error
+    naming the file and the key otherwise.
+
+    Example: stream-recovery conf check conf/examples
+    """
+    from recovery.conf import load_conf
+    from recovery.report import fleet as report
+
+    conf = load_conf(directory)
+    if output == "json":
+        render.emit_json(report.conf_body(conf))
+        return
+    clusters = [report.cluster_row(c, table=True) for _, c in sorted(conf.clusters.items())]
+    jobs = [report.conf_job_row(j, table=True) for _, j in sorted(conf.jobs.items())]
+    render.emit(clusters, "table", report.CLUSTER_COLUMNS)
+    click.echo()
+    render.emit(jobs, "table", report.JOB_COLUMNS)
+    render.note(report.conf_summary(conf))
+
+
+@click.group(name="fleet")
+def fleet_group() -> None:
+    """Check many streaming jobs at once, as configured in TOML files (docs/fleet.md)."""
+
+
+@fleet_group.command(name="validate")
+@click.argument("directory", metavar="DIR")
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    metavar="N",
+    help="Check at most N jobs at a time.",
+)
+@click.option(
+    "--job",
+    "jobs",
+    multiple=True,
+    metavar="NAME",
+    help="Check only this job (repeatable); default: every job in DIR.",
+)
+@output_option("table", "json", "csv")
+def validate_cmd(directory: str, parallel: int, jobs: tuple[str, ...], output: str) -> None:
+    """Say, for every job configured in DIR, what Spark will do when it restarts from its checkpoint.
+
+    One row per job: the worst of its partitions' verdicts, records lost, records Spark would skip
+    with failOnDataLoss=false, and Spark's error on restart. A job whose cluster or storage does not
+    answer is UNREACHABLE, one whose checkpoint cannot be read is BAD_CHECKPOINT; the others are
+    still checked. Never writes.
+
+    Exit code, the most urgent of the jobs': 1 if any job needs action; else 2 if any job's
+    checkpoint, sink or client settings are invalid (or DIR is); else 3 if any job could not be
+    checked because its cluster or storage was unreachable; else 0.
+
+    Example: stream-recovery fleet validate conf/ --parallel 16 --output json
+    """
+    from recovery.conf import load_conf
+    from recovery.fleet import validate_fleet
+    from recovery.report import fleet as report
+
+    conf = load_conf(directory)
+    total = len(jobs) if jobs else len(conf.jobs)
+    with _progress(total) as advance:
+        result = validate_fleet(conf, parallel=parallel, jobs=jobs or None, on_done=advance)
+    render.emit(report.fleet_rows(result), output, report.FLEET_COLUMNS)
+    if output == "table":
+        for line in report.fleet_notes(result):
+            render.note(line)
+    else:
+        render.note(report.summary_line(result))
+    sys.exit(result.exit_code)
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[JobResult], None]]:
+    """A transient progress bar on stderr, only when stderr is a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("checking jobs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    ) as progress:
+        task = progress.add_task("jobs", total=total)
+        yield lambda _result: progress.advance(task)
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(conf_group)
+    cli.add_command(fleet_group)

@@ -1,0 +1,83 @@
+"""The planning core for offset ledgers: a ledger and a cluster view in, a :class:`LedgerPlan` out.
+
+A ledger is judged exactly as a checkpoint is: :func:`ledger_view` presents it to
+:func:`recovery.plan.plan_repair` as one source whose start is each partition's latest
+``end_offset``. Partitions the ledger knows that Kafka no longer has are absent from the cluster
+view, and the core judges them ``PARTITION_GONE``/``TOPIC_GONE``; :func:`correction_rows` turns the
+moves into rows and sets those drops apart (no row can delete a partition).
+
+No IO, no clock: the time of the correction rows is an argument.
+"""
+
+from __future__ import annotations
+
+from recovery.delta.ledger_model import SOURCE_ID, WRITTEN_BY, LedgerPlan, LedgerRow, LedgerState
+from recovery.model import (
+    CheckpointFile,
+    CheckpointView,
+    ClusterView,
+    Isolation,
+    Move,
+    Plan,
+    Policy,
+    SourcePosition,
+    Strategy,
+)
+from recovery.plan import plan_repair
+
+
+def ledger_view(state: LedgerState) -> CheckpointView:
+    """The ledger as the planning core sees a checkpoint: one source whose start is the latest
+    ``end_offset`` of each partition (the next run's ``startingOffsets``)."""
+    label = state.table if state.pipeline is None else f"{state.table} ({state.pipeline})"
+    # A ledger has no offsets files; the batch whose start these are stands in for one.
+    source = SourcePosition(SOURCE_ID, CheckpointFile.offsets(state.next_batch_id), state.positions)
+    return CheckpointView(label, state.pipeline or "", state.next_batch_id, False, (source,))
+
+
+def correction_rows(
+    state: LedgerState, plan: Plan, *, now_us: int
+) -> tuple[tuple[LedgerRow, ...], tuple[Move, ...]]:
+    """One row per moved partition, under the next batch id; moves that drop a partition are
+    returned apart (a row cannot delete a partition: the job must stop reading it)."""
+    rows: list[LedgerRow] = []
+    dropped: list[Move] = []
+    for move in plan.moves:
+        if move.new is None:
+            dropped.append(move)
+            continue
+        cost = ", ".join(
+            f"{what} {n}"
+            for what, n in (("lost", move.lost), ("skipped", move.skipped), ("replayed", move.replayed))
+            if n
+        )
+        note = f"{plan.strategy}: {move.verdict}" + (f" ({cost})" if cost else "")
+        rows.append(
+            LedgerRow(
+                pipeline=state.pipeline,
+                batch_id=state.next_batch_id,
+                tp=move.tp,
+                start_offset=move.old,
+                end_offset=move.new,
+                committed_at_us=now_us,
+                written_by=WRITTEN_BY,
+                note=note,
+            )
+        )
+    return tuple(rows), tuple(dropped)
+
+
+def plan_ledger_repair(
+    state: LedgerState,
+    cluster: ClusterView,
+    strategy: Strategy | None = None,
+    policy: Policy | None = None,
+    *,
+    now_us: int,
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+) -> LedgerPlan:
+    """Findings for every partition of the ledger's topics, and the correction rows ``strategy``
+    (default: clamp) makes, checked against ``policy``."""
+    plan = plan_repair(ledger_view(state), cluster, strategy, policy)
+    rows, dropped = correction_rows(state, plan, now_us=now_us)
+    return LedgerPlan(state, plan, rows, dropped, isolation)

@@ -1,0 +1,267 @@
+"""``fleet validate``: every job of a :class:`~recovery.conf.FleetConf` checked at once, as
+:func:`recovery.api.validate_checkpoint` checks one.
+
+    report = validate_fleet(load_conf("conf/"), parallel=8)
+    report.exit_code                      # the most urgent of the jobs' (see FleetReport.exit_code)
+    [(j.name, j.verdict) for j in report.jobs]
+
+Steps:
+
+1. each cluster some job reads is asked for its topic list once (a cheap metadata request), so an
+   unreachable cluster costs one timeout, not one per job; its jobs are reported ``UNREACHABLE``
+   with that one-line reason and are not checked further;
+2. every other job runs :func:`~recovery.api.validate_checkpoint` in a bounded thread pool (the work
+   is waiting on Kafka and storage);
+3. a job that fails is reported with a verdict saying why (``UNREACHABLE``, ``BAD_CHECKPOINT``,
+   ``BAD_SINK``, ``BAD_CONFIG``, ``FAILED``) and the error's one-line message; the other jobs are
+   unaffected. Exceptions that are not :class:`~recovery.errors.RecoveryError` are bugs and propagate.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from recovery.conf import ClusterConf, FleetConf, JobConf, load_conf
+from recovery.errors import (
+    CheckpointFormatError,
+    ConfigError,
+    DeltaTableNotFound,
+    ExitCode,
+    ExternalError,
+    InvalidInput,
+    RecoveryError,
+)
+from recovery.model import Finding, Verdict
+from recovery.results import Report
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_PARALLEL", "FleetReport", "JobFailure", "JobResult", "JobVerdict", "validate_fleet"]
+
+DEFAULT_PARALLEL = 8
+
+# How bad a partition verdict is, to pick a job's worst partition (among those that need action
+# first: a NEW_PARTITION Spark fails on outranks a BELOW_LOG_START it would not).
+_RANK = {
+    Verdict.OK: 0,
+    Verdict.NEW_PARTITION: 1,
+    Verdict.TRANSIENT: 2,
+    Verdict.BEYOND_LOG_END: 3,
+    Verdict.BELOW_LOG_START: 4,
+    Verdict.PARTITION_GONE: 5,
+    Verdict.TOPIC_RECREATED: 6,
+    Verdict.TOPIC_GONE: 7,
+}
+
+# The urgency of a job's exit code: what an operator must act on first. See FleetReport.exit_code.
+URGENCY = (ExitCode.ACTION_NEEDED, ExitCode.INVALID_INPUT, ExitCode.UNREACHABLE, ExitCode.OK)
+
+
+class JobVerdict(StrEnum):
+    """A job's verdict when it is not the verdict of one of its partitions (:class:`Verdict`)."""
+
+    UNREACHABLE = "UNREACHABLE"  # its Kafka cluster or its storage did not answer (exit 3)
+    BAD_CHECKPOINT = "BAD_CHECKPOINT"  # no checkpoint at the location, or a malformed one (exit 2)
+    BAD_SINK = "BAD_SINK"  # no Delta table at the job's sink (exit 2)
+    BAD_CONFIG = "BAD_CONFIG"  # the cluster's client settings are refused by the Kafka client (exit 2)
+    FAILED = "FAILED"  # any other error, with its own exit code
+    CHECKPOINT_ISSUE = "CHECKPOINT_ISSUE"  # partitions fine, but Spark refuses the checkpoint (exit 1)
+    SINK_WOULD_SKIP = "SINK_WOULD_SKIP"  # partitions fine, but the Delta sink would skip batches (exit 1)
+
+
+@dataclass(frozen=True)
+class JobFailure:
+    """Why a job could not be checked: its verdict, the error's one-line message and exit code."""
+
+    verdict: JobVerdict
+    message: str
+    exit_code: ExitCode
+
+    @classmethod
+    def of(cls, exc: RecoveryError, prefix: str = "") -> JobFailure:
+        if isinstance(exc, ExternalError):
+            verdict = JobVerdict.UNREACHABLE
+        elif isinstance(exc, CheckpointFormatError):
+            verdict = JobVerdict.BAD_CHECKPOINT
+        elif isinstance(exc, DeltaTableNotFound):
+            verdict = JobVerdict.BAD_SINK
+        elif isinstance(exc, ConfigError):
+            verdict = JobVerdict.BAD_CONFIG
+        else:
+            verdict = JobVerdict.FAILED
+        message = " ".join(str(exc).split())  # one line, whatever the error said
+        return cls(verdict, f"{prefix}{message}", exc.exit_code)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One job: the report of its checkpoint, or why there is none."""
+
+    job: JobConf
+    report: Report | None = None
+    failure: JobFailure | None = None
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+    @property
+    def worst(self) -> Finding | None:
+        """The partition that decides the job's verdict (None: no report, or no Kafka partition)."""
+        if self.report is None or not self.report.findings:
+            return None
+        return max(self.report.findings, key=lambda f: (f.needs_action, _RANK.get(f.verdict, 0)))
+
+    @property
+    def verdict(self) -> str:
+        """The worst partition's :class:`Verdict`, or a :class:`JobVerdict`."""
+        if self.failure is not None:
+            return self.failure.verdict.value
+        assert self.report is not None
+        worst = self.worst
+        if worst is not None and (worst.needs_action or not self.report.needs_action):
+            return worst.verdict.value
+        if self.report.needs_action:
+            return (
+                JobVerdict.SINK_WOULD_SKIP if self.report.sink_warning else JobVerdict.CHECKPOINT_ISSUE
+            ).value
+        return Verdict.OK.value
+
+    @property
+    def records_lost(self) -> int | None:
+        return sum(f.records_lost for f in self.report.findings) if self.report else None
+
+    @property
+    def silently_skipped(self) -> int | None:
+        return sum(f.silently_skipped for f in self.report.findings) if self.report else None
+
+    @property
+    def needs_action(self) -> bool:
+        return self.report is not None and self.report.needs_action
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.failure is not None:
+            return self.failure.exit_code
+        assert self.report is not None
+        return self.report.exit_code
+
+
+@dataclass(frozen=True)
+class FleetReport:
+    """Every job's result, sorted by job name."""
+
+    source: str
+    jobs: tuple[JobResult, ...]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The most urgent of the jobs' exit codes: 1 when any job needs action (its restart would
+        fail or lose data); else 2 when any job's checkpoint, sink or settings are invalid; else 3
+        when any job could not be checked (cluster or storage unreachable); else 0. Known problems
+        come before unknowns: an unreachable cluster may be transient, a job that will fail is not."""
+        codes = {job.exit_code for job in self.jobs}
+        for code in URGENCY:
+            if code in codes:
+                return code
+        return ExitCode.OK
+
+    def count(self, code: ExitCode) -> int:
+        return sum(job.exit_code is code for job in self.jobs)
+
+
+def validate_fleet(
+    conf: FleetConf | str | Path,
+    *,
+    parallel: int = DEFAULT_PARALLEL,
+    jobs: Iterable[str] | None = None,
+    on_done: Callable[[JobResult], None] | None = None,
+) -> FleetReport:
+    """Check every job of ``conf`` (or of the conf directory it names) concurrently, at most
+    ``parallel`` at a time. Never writes. ``jobs`` limits the check to those names; ``on_done`` is
+    called (from a worker thread) as each job finishes, e.g. to advance a progress bar.
+
+    Example: ``validate_fleet("conf/examples", parallel=4).exit_code``
+    """
+    if parallel < 1:
+        raise InvalidInput(f"--parallel must be at least 1, not {parallel}")
+    fleet = conf if isinstance(conf, FleetConf) else load_conf(conf)
+    chosen = _choose(fleet, jobs)
+    clusters = sorted({job.cluster for job in chosen})
+    pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="fleet")
+    try:
+        # Probes are queued first: a job waiting on its cluster's probe never blocks a probe from running.
+        probes = {name: pool.submit(_probe, fleet.clusters[name]) for name in clusters}
+        futures = [
+            pool.submit(_check, job, fleet.cluster_of(job), probes[job.cluster], on_done) for job in chosen
+        ]
+        results = [future.result() for future in futures]
+    finally:
+        # On Ctrl-C (or a bug in one job) the queued jobs are dropped; running ones end within their timeouts.
+        pool.shutdown(wait=True, cancel_futures=True)
+    return FleetReport(fleet.source, tuple(sorted(results, key=lambda r: r.name)))
+
+
+def _choose(fleet: FleetConf, names: Iterable[str] | None) -> list[JobConf]:
+    if names is None:
+        chosen = list(fleet.jobs.values())
+    else:
+        wanted = list(dict.fromkeys(names))
+        unknown = [n for n in wanted if n not in fleet.jobs]
+        if unknown:
+            raise ConfigError(
+                f"{fleet.source}: no job {', '.join(unknown)} "
+                f"(defined: {', '.join(sorted(fleet.jobs)) or 'none'})"
+            )
+        chosen = [fleet.jobs[n] for n in wanted]
+    if not chosen:
+        raise ConfigError(f"{fleet.source}: no jobs defined ([job.NAME] tables)")
+    return chosen
+
+
+def _probe(cluster: ClusterConf) -> JobFailure | None:
+    """Whether the cluster answers at all (one metadata request, bounded by its timeout)."""
+    from recovery.kafka.admin import admin_for
+
+    try:
+        admin_for(cluster.kafka).topic_names()
+    except RecoveryError as exc:
+        log.info("cluster %s: %s", cluster.name, exc)
+        return JobFailure.of(exc, f"cluster {cluster.name}: ")
+    return None
+
+
+def _check(
+    job: JobConf,
+    cluster: ClusterConf,
+    probe: Future[JobFailure | None],
+    on_done: Callable[[JobResult], None] | None,
+) -> JobResult:
+    failure = probe.result()
+    result = JobResult(job, failure=failure) if failure is not None else _validate(job, cluster)
+    log.debug("job %s: %s", job.name, result.verdict)
+    if on_done is not None:
+        on_done(result)
+    return result
+
+
+def _validate(job: JobConf, cluster: ClusterConf) -> JobResult:
+    from recovery.api import validate_checkpoint
+
+    try:
+        report = validate_checkpoint(
+            job.checkpoint,
+            cluster.kafka,
+            isolation=job.isolation,
+            storage_options=dict(job.storage_options),
+            sink=job.sink,
+        )
+    except RecoveryError as exc:
+        log.info("job %s: %s", job.name, exc)
+        return JobResult(job, failure=JobFailure.of(exc))
+    return JobResult(job, report=report)

@@ -1,0 +1,98 @@
+"""confluent_kafka exceptions -> ours (private to the Kafka edge: admin, groups, read).
+
+librdkafka reports every failure as a ``KafkaException`` carrying a ``KafkaError`` whose ``name()``
+is the error code (``_TRANSPORT``, ``OFFSET_NOT_AVAILABLE`` ...). We sort the codes into:
+
+* unreachable (no answer in time)  -> :class:`~recovery.errors.KafkaUnavailable` (exit 3);
+* transient (retried until the deadline first: KIP-207 OFFSET_NOT_AVAILABLE, leadership moving,
+  a coordinator loading), then unreachable;
+* gone (unknown topic or partition) -> :class:`~recovery.errors.TopicNotFound`;
+* anything else                      -> :class:`~recovery.errors.KafkaError` with the code.
+
+Messages never carry secrets: :func:`scrub` removes the values of secret client properties.
+"""
+
+from __future__ import annotations
+
+from recovery.errors import KafkaError, KafkaUnavailable, RecoveryError, TopicNotFound
+from recovery.kafka.config import REDACTED, KafkaConfig, is_secret
+
+UNREACHABLE = frozenset(
+    {
+        "_TRANSPORT",
+        "_TIMED_OUT",
+        "_ALL_BROKERS_DOWN",
+        "REQUEST_TIMED_OUT",
+        "_RESOLVE",
+        "NETWORK_EXCEPTION",
+        "_TIMED_OUT_QUEUE",
+        "_DESTROY",
+    }
+)
+# Retried until the deadline (KIP-207 OFFSET_NOT_AVAILABLE; leadership moving; coordinator loading).
+TRANSIENT = UNREACHABLE | {
+    "OFFSET_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",
+    "NOT_LEADER_OR_FOLLOWER",
+    "LEADER_NOT_AVAILABLE",
+    "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH",
+    "NOT_COORDINATOR",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "COORDINATOR_NOT_AVAILABLE",
+    "KAFKA_STORAGE_ERROR",
+    "REPLICA_NOT_AVAILABLE",
+}
+GONE = frozenset({"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC"})
+# librdkafka answers _NOENT ("No leaders found") when no partition of a ListOffsets call has a
+# leader, e.g. when every one of them is missing; the metadata then tells missing from leaderless.
+NO_LEADER = frozenset({"_NOENT"})
+
+
+def error_code(exc: BaseException) -> str:
+    """The librdkafka error name of ``exc`` (``_TRANSPORT``), or its class name."""
+    err = exc.args[0] if exc.args else None
+    name = getattr(err, "name", None)
+    return str(name()) if callable(name) else type(exc).__name__
+
+
+def _reason(exc: BaseException) -> str:
+    err = exc.args[0] if exc.args else None
+    text = getattr(err, "str", None)
+    return str(text()) if callable(text) else str(exc)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether asking again may succeed (librdkafka says retriable, or a code we know is)."""
+    err = exc.args[0] if exc.args else None
+    retriable = getattr(err, "retriable", None)
+    return error_code(exc) in TRANSIENT or (callable(retriable) and bool(retriable()))
+
+
+def translate(exc: BaseException, what: str, config: KafkaConfig) -> RecoveryError:
+    """Map a confluent_kafka exception to ours (the caller raises it ``from exc``)."""
+    code = error_code(exc)
+    if code in UNREACHABLE or is_transient(exc):
+        return KafkaUnavailable(
+            f"{what}: no answer from the Kafka cluster at {config.bootstrap_servers} within "
+            f"{config.timeout_s:g}s ({code}). Check the brokers are up and reachable, and the "
+            "--bootstrap-server and --command-config settings."
+        )
+    if code in GONE:
+        return TopicNotFound(f"{what}: {scrub(_reason(exc), config)}")
+    return KafkaError(f"{what}: {code}: {scrub(_reason(exc), config)}")
+
+
+def unreachable(what: str, config: KafkaConfig) -> KafkaUnavailable:
+    """The error for a request librdkafka never answered within the config's timeout."""
+    return KafkaUnavailable(
+        f"{what}: no answer from the Kafka cluster at {config.bootstrap_servers} within {config.timeout_s:g}s"
+    )
+
+
+def scrub(message: str, config: KafkaConfig) -> str:
+    """``message`` without the values of ``config``'s secret properties."""
+    for key, value in config.properties.items():
+        if is_secret(key) and value:
+            message = message.replace(value, REDACTED)
+    return message

@@ -1,0 +1,194 @@
+"""Where each Kafka source of a checkpoint resumes: the checkpoint read into a
+:class:`~recovery.model.CheckpointView` for the planning core (spec §5.1-5.2).
+
+After a committed batch N Spark starts batch N+1 from ``offsets/N``; an uncommitted batch N is
+re-run over its stored range [``offsets/N-1`` (or ``sources/<i>/0``), ``offsets/N``). A source whose
+line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N from
+``offsets/N-1`` (``startOffsets = offsets[N-1] ++ offsets[N]``), else from its initial offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
+from recovery.errors import InvalidInput
+from recovery.kafka.cluster import cluster_view, time_targets
+from recovery.kafka.config import KafkaConfig
+from recovery.model import (
+    CheckpointFile,
+    CheckpointView,
+    ClusterView,
+    Isolation,
+    NoMatch,
+    SinkFacts,
+    SourcePosition,
+    TopicPartition,
+)
+from recovery.topic_ids import read_topic_ids
+
+# A record's CreateTime comes from the producer's clock, the batch's time from the Spark driver's:
+# only a record this much newer than the batch that read past it is taken as proof of a rewritten
+# topic. A healthy topic must never look recreated (a repair would replay it from the log start);
+# a topic recreated within this window after the last batch is not told this way.
+CLOCK_SKEW_ALLOWANCE_MS = 10 * 60 * 1000
+
+
+def checkpoint_view(chk: Checkpoint) -> tuple[CheckpointView, tuple[Issue, ...]]:
+    """Where each Kafka source of ``chk`` resumes, and what looks wrong in its logs."""
+    state = chk.restart_state()
+    latest = chk.latest_offsets()
+    rerun = state.next_run is NextRun.RERUN_BATCH or (
+        state.next_run is NextRun.FIRST_BATCH and latest is not None
+    )
+    ids, id_issues = read_topic_ids(chk)
+    sources: list[SourcePosition] = []
+    if latest is None:  # nothing planned yet: batch 0 starts from each Kafka source's initial offsets
+        for entry in chk.store.list("sources"):
+            initial = chk.initial_offsets(entry.name) if entry.is_dir else None
+            if initial is not None:
+                sources.append(
+                    SourcePosition(entry.name, CheckpointFile.sources(entry.name), initial.kafka.offsets)
+                )
+    else:
+        n = latest.batch_id
+        previous = chk.offsets(n - 1) if n - 1 in chk.offset_batch_ids else None
+        for source in latest.sources:
+            position = _resume(chk, source.source_id, latest, previous, rerun)
+            if position is not None:
+                sources.append(position)
+    view = CheckpointView(
+        location=chk.location,
+        query_id=chk.query_id,
+        batch_id=state.batch_id,
+        rerun=rerun,
+        sources=tuple(sources),
+        recorded_topic_ids=ids,
+    )
+    return view, (*state.issues, *id_issues)
+
+
+def refuse_without_kafka_source(chk: Checkpoint, view: CheckpointView) -> None:
+    """A checkpoint whose sources are all Delta tables is validated by ``delta-source validate``:
+    an empty table and "healthy" would be a wrong answer."""
+    if view.sources:
+        return
+    latest = chk.latest_offsets()
+    kinds = {s.kind for s in latest.sources} if latest is not None else set()
+    if SourceKind.DELTA in kinds:
+        raise InvalidInput(
+            f"{chk.location}: no Kafka source; its sources are Delta tables: use "
+            f"`stream-recovery delta-source validate {chk.location} --table TABLE`"
+        )
+    if latest is not None:
+        raise InvalidInput(f"{chk.location}: no Kafka source in offsets/{latest.batch_id}")
+
+
+def sink_facts(view: CheckpointView, sink: str | None, storage_options: object = None) -> CheckpointView:
+    """``view`` with what the Delta sink ``sink`` holds for its query (its ``txn`` version)."""
+    if sink is None:
+        return view
+    from recovery.delta.log import app_transaction_version
+
+    held = app_transaction_version(sink, view.query_id, storage_options)  # type: ignore[arg-type]
+    return replace(view, sink=SinkFacts(sink, held))
+
+
+def cluster_for(
+    kafka: KafkaConfig, view: CheckpointView, isolation: Isolation = Isolation.READ_UNCOMMITTED
+) -> ClusterView:
+    """What the planning core needs from Kafka to judge ``view``: the log ranges (through
+    :func:`recovery.kafka.cluster.cluster_view`), under read_committed also the high watermarks (an
+    open transaction), and, for topics whose ids were never recorded, the recreation evidence: the
+    first offset whose record is newer than the batch that read up to the position
+    (``ListOffsets`` by time, at ``batchTimestampMs + 1``)."""
+    topics = checkpoint_topics(view)
+    cluster = replace(cluster_view(kafka, topics, isolation), isolation=isolation)
+    if isolation is Isolation.READ_COMMITTED:
+        raw = cluster_view(kafka, topics, Isolation.READ_UNCOMMITTED)
+        cluster = replace(cluster, high_watermarks={tp: r.end for tp, r in raw.partitions.items()})
+    newer: dict[tuple[str, TopicPartition], int] = {}
+    for source in view.sources:
+        if source.start_read_by_ms is None:
+            continue
+        wanted = [
+            tp
+            for tp, position in source.start.items()
+            if tp.topic not in view.recorded_topic_ids
+            and tp in cluster.partitions
+            and cluster.partitions[tp].start < position
+        ]
+        if not wanted:
+            continue
+        # no record that new: the high watermark, which is not below the log end: no evidence
+        after = source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS
+        found = time_targets(kafka, wanted, after, NoMatch.LATEST, Isolation.READ_UNCOMMITTED)
+        newer.update({(source.source_id, tp): offset for tp, offset in found.items()})
+    return replace(cluster, newer_than_read=newer)
+
+
+def checkpoint_topics(view: CheckpointView) -> set[str]:
+    """Every topic any source of the checkpoint reads (start or stored end)."""
+    return {tp.topic for s in view.sources for tp in (*s.start, *(s.end or {}))}
+
+
+def _kafka_offsets(entry: OffsetLogEntry | None, source_id: str) -> dict[TopicPartition, int] | None:
+    """The Kafka offsets of ``source_id`` in ``entry``; None if absent, ``-`` or not Kafka."""
+    if entry is None:
+        return None
+    try:
+        source = entry.source(source_id)
+    except KeyError:
+        return None
+    return dict(source.kafka.offsets) if source.kind is SourceKind.KAFKA and source.kafka else None
+
+
+def _read_by(entry: OffsetLogEntry | None) -> int | None:
+    """The entry's batchTimestampMs: records below its offsets were in Kafka by then."""
+    if entry is None or entry.metadata is None or not entry.metadata.batch_timestamp_ms:
+        return None
+    return int(entry.metadata.batch_timestamp_ms)
+
+
+def _resume(
+    chk: Checkpoint, source_id: str, latest: OffsetLogEntry, previous: OffsetLogEntry | None, rerun: bool
+) -> SourcePosition | None:
+    n = latest.batch_id
+    here, before = _kafka_offsets(latest, source_id), _kafka_offsets(previous, source_id)
+    initial_file = CheckpointFile.sources(source_id)
+
+    def initial() -> dict[TopicPartition, int] | None:
+        found = chk.initial_offsets(source_id)
+        return dict(found.kafka.offsets) if found else None
+
+    if not rerun:
+        if here is not None:
+            return SourcePosition(
+                source_id, CheckpointFile.offsets(n), here, start_read_by_ms=_read_by(latest)
+            )
+        if before is not None:
+            return SourcePosition(
+                source_id, CheckpointFile.offsets(n - 1), before, start_read_by_ms=_read_by(previous)
+            )
+        first = initial()
+        return SourcePosition(source_id, initial_file, first) if first is not None else None
+    start_file: CheckpointFile
+    start_ms: int | None = None
+    if before is not None:
+        start_file, start, start_ms = CheckpointFile.offsets(n - 1), before, _read_by(previous)
+    else:
+        first = initial()
+        if first is None and here is None:
+            return None  # not a Kafka source
+        start_file, start = initial_file, first or {}
+    if here is None:  # no data for this source in batch N: it resumes from its start
+        return SourcePosition(source_id, start_file, start, start_read_by_ms=start_ms)
+    return SourcePosition(
+        source_id,
+        start_file,
+        start,
+        CheckpointFile.offsets(n),
+        here,
+        start_read_by_ms=start_ms,
+        end_read_by_ms=_read_by(latest),
+    )

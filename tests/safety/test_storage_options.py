@@ -1,0 +1,110 @@
+"""Storage options are typed and checked before any IO, no secret is ever printed, and no ``.crc``
+side file is created, deleted or recorded on a store that keeps none."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from chk_builder import checkpoint_files
+
+from recovery.checkpoint import open_checkpoint, rewrite_offsets
+from recovery.checkpoint.store import FAULT_LOG_ENV, Store
+from recovery.cli import main
+from recovery.errors import ConfigError, ExitCode
+from recovery.model import TopicPartition
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_booleans_and_numbers_reach_s3fs_typed() -> None:
+    store = Store("s3://bucket/chk", {"anon": "false", "use_ssl": "False", "max_concurrency": "4"})
+    assert store.storage_options == {"anon": False, "use_ssl": False, "max_concurrency": 4}
+    assert store.fs.anon is False
+    store = Store("s3://bucket/chk", {"anon": "true", "client_kwargs": '{"region_name":"eu-west-1"}'})
+    assert store.storage_options == {"anon": True, "client_kwargs": {"region_name": "eu-west-1"}}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"bogus": "1"}, "unknown storage option 'bogus' for S3FileSystem"),
+        ({"anonn": "false"}, "unknown storage option 'anonn' for S3FileSystem; did you mean anon"),
+        ({"anon": "maybe"}, "storage option anon: expected true or false, got 'maybe'"),
+        ({"max_concurrency": "many"}, "storage option max_concurrency: expected an integer, got 'many'"),
+        ({"client_kwargs": "x"}, "storage option client_kwargs: expected a JSON object"),
+        ({"endpoint_url": "not-a-url"}, "storage option endpoint_url: expected an http:// or https:// URL"),
+        ({"endpoint_url": "http://h:99999"}, "storage option endpoint_url: bad port"),
+    ],
+)
+def test_bad_storage_options_are_bad_input_before_any_io(options: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Store("s3://bucket/chk", options)
+    assert str(raised.value).startswith(message) and raised.value.exit_code is ExitCode.INVALID_INPUT
+
+
+def test_cli_bad_storage_option_exits_2_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "checkpoint", "show", "s3://bucket/chk", "--storage-option", "bogus=1")
+    assert (
+        (code, out) == (2, "")
+        and err.startswith("Error: unknown storage option 'bogus'")
+        and err.count("\n") == 1
+    )
+
+
+def test_no_secret_is_printed_when_the_store_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    secrets = ("AKIAUSERNAME", "s3cr3tInUrl", "AKIAKEYID12345", "topSecretValue99", "sessionTok3n")
+    code, out, err = run(
+        capsys,
+        "checkpoint",
+        "show",
+        "s3://bucket/chk",
+        "--storage-option",
+        f"endpoint_url=http://{secrets[0]}:{secrets[1]}@127.0.0.1:{free_port()}",
+        "--storage-option",
+        f"key={secrets[2]}",
+        "--storage-option",
+        f"secret={secrets[3]}",
+        "--storage-option",
+        f"token={secrets[4]}",
+        "--storage-option",
+        'config_kwargs={"retries":{"max_attempts":1},"connect_timeout":1}',
+    )
+    assert code == 3 and err.count("\n") == 1, err
+    for secret in secrets:
+        assert secret not in out + err
+
+
+def test_a_bad_endpoint_with_credentials_is_not_echoed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        capsys, "checkpoint", "show", "s3://b/chk", "--storage-option", "endpoint_url=ftp://u:hunter22@h"
+    )
+    assert code == 2 and "hunter22" not in err and "ftp://***@h" in err
+
+
+def test_object_stores_never_touch_side_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """memory:// keeps no .crc (as S3, GCS, ABFS): a rewrite neither writes, deletes nor records one."""
+    url = f"memory://chk-{os.getpid()}-{tmp_path.name}"
+    store = Store(url)
+    for rel, data in checkpoint_files(crc=False).items():
+        store.write(rel, data)
+    log = tmp_path / "ops.log"
+    monkeypatch.setenv(FAULT_LOG_ENV, str(log))
+    backup = rewrite_offsets(open_checkpoint(url), {2: {0: {TopicPartition("orders", 0): 5}}})
+    ops = log.read_text()
+    assert ".crc" not in ops and "offsets/2" in ops
+    assert backup.absent == () and [f.path for f in backup.files] == ["offsets/2"]
+    assert not [e for e in store.list("offsets") if e.name.endswith(".crc")]

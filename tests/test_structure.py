@@ -1,0 +1,368 @@
+"""The shape of the package: a pure core that does no IO, and a CLI that starts without the heavy
+libraries.
+
+Pure modules (values in, values out: no files, network, processes, threads, clock or randomness)
+import only the standard library minus its IO modules, and other pure modules. They are the
+modules listed in PURE below plus every module whose own docstring says it is pure ("(pure" or
+"Pure:"), so a new pure module is covered as soon as it says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "recovery"
+
+# The pure core. Globs are relative to the repository; a listed module that disappears fails
+# test_every_listed_pure_module_exists (rename it here).
+PURE = (
+    "recovery/model.py",
+    "recovery/plan.py",
+    "recovery/strategy.py",
+    "recovery/errors.py",
+    "recovery/report/*.py",
+    "recovery/checkpoint/format.py",
+    "recovery/checkpoint/crc.py",
+    "recovery/checkpoint/restart.py",
+    "recovery/kafka/specs.py",
+    "recovery/delta/model.py",
+    "recovery/delta/source.py",
+    "recovery/delta/ledger_model.py",
+    "recovery/delta/ledger_plan.py",
+)
+
+# Standard-library modules that touch the outside world (files, network, processes, threads,
+# signals, the clock, randomness, the interpreter's own state) or import code by name.
+STDLIB_IO = frozenset(
+    {
+        "_thread",
+        "asyncio",
+        "atexit",
+        "builtins",
+        "bz2",
+        "concurrent",
+        "ctypes",
+        "dbm",
+        "fcntl",
+        "fileinput",
+        "filecmp",
+        "ftplib",
+        "getpass",
+        "glob",
+        "gzip",
+        "http",
+        "imaplib",
+        "importlib",
+        "io",
+        "lzma",
+        "mmap",
+        "multiprocessing",
+        "os",
+        "pathlib",
+        "platform",
+        "poplib",
+        "pty",
+        "random",
+        "resource",
+        "sched",
+        "secrets",
+        "select",
+        "selectors",
+        "shelve",
+        "shutil",
+        "signal",
+        "smtplib",
+        "socket",
+        "socketserver",
+        "sqlite3",
+        "ssl",
+        "subprocess",
+        "sys",
+        "tarfile",
+        "tempfile",
+        "termios",
+        "threading",
+        "time",
+        "tty",
+        "urllib",
+        "uuid",
+        "webbrowser",
+        "xmlrpc",
+        "zipfile",
+    }
+)
+
+# Calls that read the clock or do IO whatever the module imported: `datetime.now()`, `open(...)`.
+FORBIDDEN_CALLS = frozenset({"open", "print", "input", "breakpoint", "exec", "eval", "__import__"})
+CLOCK_METHODS = frozenset({"now", "utcnow", "today"})
+
+# Loaded by the CLI only inside the command that needs them, never to start or show --help.
+HEAVY = (
+    "pyspark",
+    "py4j",
+    "pyarrow",
+    "pandas",
+    "numpy",
+    "deltalake",
+    "confluent_kafka",
+    "fsspec",
+    "s3fs",
+    "boto3",
+    "botocore",
+    "rich",
+    "pydantic",
+)
+
+
+def module_name(path: Path) -> str:
+    """``recovery/kafka/specs.py`` -> ``recovery.kafka.specs``."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def says_it_is_pure(path: Path) -> bool:
+    """The module's docstring calls the module itself pure (not a bullet naming another module)."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    return any(
+        re.search(r"\(pure\b|(^|\. )Pure:", line.strip()) and ":mod:" not in line
+        for line in doc.splitlines()
+        if not line.strip().startswith("*")
+    )
+
+
+def pure_paths() -> dict[str, Path]:
+    listed = {path for pattern in PURE for path in ROOT.glob(pattern)}
+    declared = {path for path in PACKAGE.rglob("*.py") if says_it_is_pure(path)}
+    return {module_name(path): path for path in sorted(listed | declared)}
+
+
+PURE_MODULES = pure_paths()
+
+
+@dataclass(frozen=True)
+class Violation:
+    line: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.what}"
+
+
+def _typing_only(tree: ast.Module) -> set[int]:
+    """Ids of the nodes under ``if TYPE_CHECKING:`` (imports there never run)."""
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            ids.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return ids
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str) -> list[str]:
+    """The modules an import statement loads, relative imports resolved; for ``from pkg import x``,
+    ``pkg.x`` when x is a module of this package."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        package = module.split(".") if _is_package(module) else module.split(".")[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join([*package, *([base] if base else [])])
+    return [f"{base}.{alias.name}" if _exists(f"{base}.{alias.name}") else base for alias in node.names]
+
+
+def _is_package(module: str) -> bool:
+    return (ROOT / Path(*module.split(".")) / "__init__.py").exists()
+
+
+def _exists(module: str) -> bool:
+    path = ROOT / Path(*module.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def violations(source: str, module: str) -> list[Violation]:
+    """What makes ``source`` (the text of ``module``) impure, by line."""
+    tree = ast.parse(source)
+    skip = _typing_only(tree)
+    stdlib = sys.stdlib_module_names
+    found: list[Violation] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for name in dict.fromkeys(_imported(node, module)):
+                top = name.split(".")[0]
+                if top == "recovery":
+                    if name not in PURE_MODULES:
+                        found.append(Violation(node.lineno, f"imports {name}, which is not pure"))
+                elif top == "__future__":
+                    continue
+                elif top not in stdlib:
+                    found.append(Violation(node.lineno, f"imports {name} (third-party)"))
+                elif top in STDLIB_IO:
+                    found.append(Violation(node.lineno, f"imports {name} (IO)"))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in FORBIDDEN_CALLS:
+                found.append(Violation(node.lineno, f"calls {func.id}()"))
+            elif isinstance(func, ast.Attribute) and func.attr in CLOCK_METHODS:
+                found.append(Violation(node.lineno, f"reads the clock: {ast.unparse(func)}()"))
+    return sorted(found, key=lambda v: v.line)
+
+
+def test_every_listed_pure_module_exists() -> None:
+    missing = [pattern for pattern in PURE if not list(ROOT.glob(pattern))]
+    assert not missing, f"listed as pure but not found (renamed? update PURE): {missing}"
+
+
+@pytest.mark.parametrize("module", sorted(PURE_MODULES))
+def test_pure_module_does_no_io(module: str) -> None:
+    """Only the standard library minus its IO modules, and pure modules of ours; no clock, no print."""
+    path = PURE_MODULES[module]
+    found = violations(path.read_text(), module)
+    assert not found, f"{path.relative_to(ROOT)}: " + "; ".join(map(str, found))
+
+
+def test_the_purity_check_catches_what_it_must() -> None:
+    """The checker itself: each kind of violation is found, typing-only imports are not."""
+    source = (
+        "from __future__ import annotations\n"
+        "import json, os\n"  # 2: os
+        "from typing import TYPE_CHECKING\n"
+        "from recovery.model import TopicPartition\n"
+        "from recovery import api\n"  # 5: recovery.api
+        "if TYPE_CHECKING:\n"
+        "    import fsspec\n"
+        "def f() -> None:\n"
+        "    import confluent_kafka\n"  # 9: third-party, inside a function
+        "    from datetime import datetime\n"
+        "    datetime.now()\n"  # 11: clock
+        "    print(json.dumps(1))\n"  # 12: print
+        "    from .. import apply\n"  # 13: recovery.apply, relative
+        "    from . import source\n"  # 14: recovery.delta.source is pure
+    )
+    found = [v.line for v in violations(source, "recovery.delta.probe")]
+    assert found == [2, 5, 9, 11, 12, 13]
+
+
+def _import_tree(stderr: str) -> dict[str, str]:
+    """``-X importtime`` output -> {module: the module whose import loaded it}."""
+    parent: dict[str, str] = {}
+    waiting: list[tuple[int, str]] = []  # imported, parent not yet printed (children come first)
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        field = line.split("|")[-1]
+        name = field.strip()
+        depth = (len(field) - len(field.lstrip()) - 1) // 2
+        while waiting and waiting[-1][0] > depth:
+            parent[waiting.pop()[1]] = name
+        waiting.append((depth, name))
+    return parent
+
+
+def _chain(module: str, parent: dict[str, str]) -> str:
+    chain = [module]
+    while chain[-1] in parent and parent[chain[-1]] not in chain:
+        chain.append(parent[chain[-1]])
+    return " <- ".join(chain)
+
+
+LOADED = "--- sys.modules ---"
+
+
+def _loaded(code: str) -> tuple[str, dict[str, str]]:
+    """Run ``code`` under ``python -X importtime``: its output, and {top-level module actually loaded
+    (in sys.modules at the end, less what every interpreter here loads at start): how it was loaded}."""
+    trailer = f"\nimport sys\nprint({LOADED!r})\nprint('\\n'.join(sys.modules))\n"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code + trailer],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    output, _, modules = done.stdout.partition(LOADED + "\n")
+    parent = _import_tree(done.stderr)
+    tops = {m for m in modules.split() if "." not in m} - _at_start()
+    return output, {m: _chain(m, parent) for m in sorted(tops)}
+
+
+@functools.cache
+def _at_start() -> frozenset[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; print('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return frozenset(m for m in done.stdout.split() if "." not in m)
+
+
+def test_importing_the_pure_core_loads_only_the_standard_library() -> None:
+    """Package ``__init__`` modules count too: importing a pure module runs its package's."""
+    _, loaded = _loaded("\n".join(f"import {module}" for module in sorted(PURE_MODULES)))
+    foreign = [
+        how
+        for module, how in loaded.items()
+        if module not in sys.stdlib_module_names and module != "recovery" and not module.startswith("_")
+    ]
+    assert not foreign, "loaded by the pure core: " + "; ".join(foreign)
+
+
+# Every command's --help, in one interpreter: the group is walked (lazy groups too), so new commands
+# are covered.
+EVERY_HELP = """\
+import click
+from click.testing import CliRunner
+from recovery.cli import cli
+
+def walk(group, path):
+    context = click.Context(group)
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        yield [*path, name]
+        if isinstance(command, click.Group):
+            yield from walk(command, [*path, name])
+
+paths = [[], *walk(cli, [])]
+for path in paths:
+    result = CliRunner().invoke(cli, [*path, "--help"])
+    assert result.exit_code == 0, (path, result.output)
+print(len(paths))
+"""
+
+
+def test_every_help_loads_no_heavy_library() -> None:
+    output, loaded = _loaded(EVERY_HELP)
+    assert int(output) > 10  # the group and every command were asked
+    heavy = [how for module, how in loaded.items() if module in HEAVY]
+    assert not heavy, "loaded to show --help: " + "; ".join(heavy)
+
+
+# What `stream-recovery --help` and `python -m recovery --help` run.
+ENTRY_POINT = """\
+import runpy, sys
+sys.argv = ["stream-recovery", "--help"]
+try:
+    runpy.run_module("recovery", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+"""
+
+
+def test_stream_recovery_help_loads_no_heavy_library() -> None:
+    output, loaded = _loaded(ENTRY_POINT)
+    assert "Usage:" in output
+    heavy = [how for module, how in loaded.items() if module in HEAVY]
+    assert not heavy, "loaded by `stream-recovery --help`: " + "; ".join(heavy)
