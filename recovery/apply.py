@@ -92,7 +92,9 @@ def apply(
                 f"{plan.checkpoint}: repair refused on offsets read just now: {fresh.refused}. "
                 "Nothing was written."
             )
-        if _touched(fresh) != _touched(plan):
+        # After rolling back a killed command the checkpoint is the original again, so the plan made
+        # on the half-written one is outdated by design: the fresh plan (policy checked above) wins.
+        if lock.recovered is None and _touched(fresh) != _touched(plan):
             raise PlanOutdated(
                 f"{plan.checkpoint}: the checkpoint or the cluster changed since the plan was made "
                 "(partitions or batch files differ); plan the repair again. Nothing was written."

@@ -50,7 +50,9 @@ def prestart_gate(
     store = Store(checkpoint, storage_options)
     if not store.exists("metadata"):
         return None  # a new query: Spark starts from startingOffsets, nothing to check
-    report = validate_checkpoint(checkpoint, kafka, isolation=isolation, storage_options=storage_options)
+    report = validate_checkpoint(
+        checkpoint, kafka, isolation=isolation, storage_options=storage_options, sink=sink
+    )
     if not report.needs_action:
         with checkpoint_lock(checkpoint, storage_options, command="prestart gate"):
             record_topic_ids(open_checkpoint(checkpoint, storage_options), report.topic_ids, "prestart gate")
@@ -71,4 +73,6 @@ def prestart_gate(
     moves = "\n".join(describe_move(m) for m in applied.plan.moves)
     backup = applied.backup.id if applied.backup else "none"
     log.warning("%s: repaired (backup %s):\n%s", checkpoint, backup, moves)
-    return validate_checkpoint(checkpoint, kafka, isolation=isolation, storage_options=storage_options)
+    return validate_checkpoint(
+        checkpoint, kafka, isolation=isolation, storage_options=storage_options, sink=sink
+    )

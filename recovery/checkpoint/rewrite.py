@@ -512,6 +512,10 @@ def roll_back_intent(store: Store, intent: Intent) -> None:
         store.remove_temp_files(checked_rel_path(rel, store.display(INTENT_REL)))
     if intent.phase is not Phase.WRITE or intent.backup_id is None or intent.backup_root is None:
         return
+    if "/" in intent.backup_id or "\\" in intent.backup_id or intent.backup_id in ("", ".", ".."):
+        raise CheckpointFormatError(
+            f"{store.display(INTENT_REL)}: backup_id {intent.backup_id!r} is not a backup set name"
+        )
     root = store.other(intent.backup_root)
     data = root.read(f"{intent.backup_id}/{MANIFEST}")
     if data is None:

@@ -23,7 +23,7 @@ def group() -> None:
 @click.option(
     "--compare",
     "compare_file",
-    type=click.File("r"),
+    type=click.File("r", encoding="utf-8"),
     metavar="FILE",
     help="An earlier export (topic,partition,offset CSV): partitions it has and the group lost are EXPIRED.",
 )
@@ -69,7 +69,7 @@ def show_cmd(kafka: KafkaConfig, group_id: str, compare_file: IO[str] | None, ou
 @click.option(
     "--from-file",
     "from_file",
-    type=click.File("r"),
+    type=click.File("r", encoding="utf-8"),
     required=True,
     metavar="FILE",
     help="topic,partition,offset rows (kafka-consumer-groups --export format; a header row is allowed).",

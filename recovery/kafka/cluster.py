@@ -17,6 +17,8 @@ from recovery.kafka.config import KafkaConfig
 from recovery.kafka.values import PartitionOffsets
 from recovery.model import ClusterView, Isolation, NoMatch, TopicPartition, TopicSelection
 
+ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID in Kafka's base64 form
+
 
 def cluster_view(
     kafka: KafkaConfig,
@@ -37,9 +39,9 @@ def cluster_view(
     tps = [TopicPartition(name, p) for name, info in sorted(infos.items()) for p in range(info.partitions)]
     ranges = admin.offset_ranges(tps, isolation, topics=infos) if tps else {}
     found = [row for row in ranges.values() if isinstance(row, PartitionOffsets)]
-    return ClusterView(
-        {row.tp: row.range for row in found}, {name: info.topic_id for name, info in sorted(infos.items())}
-    )
+    # A broker without topic ids (KIP-516) answers the zero UUID: unknown, never recorded or compared.
+    ids = {name: info.topic_id for name, info in sorted(infos.items()) if info.topic_id != ZERO_TOPIC_ID}
+    return ClusterView({row.tp: row.range for row in found}, ids)
 
 
 def time_targets(

@@ -109,7 +109,9 @@ class KafkaConfig:
         for item in overrides:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
-                raise ConfigError(f"-X {_shown(item)}: expected prop=val")
+                # Only the key is shown: a typo such as `sasl.password:VALUE` carries the secret.
+                name = re.split(r"[:=\s]", item.strip(), maxsplit=1)[0] or "(empty)"
+                raise ConfigError(f"-X {name}...: expected prop=val (the value is not shown)")
             properties[key.strip()] = value.strip()
         return cls(bootstrap_servers, translate_java_properties(properties), timeout_s)
 

@@ -182,7 +182,10 @@ def read_offsets_file(lines: Iterable[str], source: str) -> dict[TopicPartition,
 
     A header row (``topic,partition,...``) and extra columns (our CSV output) are accepted.
     """
-    rows = list(csv.reader(lines))
+    try:
+        rows = list(csv.reader(lines))
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     header = [cell.strip().lower() for cell in rows[0]] if rows else []
     if header[:2] == ["topic", "partition"]:
         names = [name for name in ("offset", "committed_offset") if name in header]

@@ -10,6 +10,10 @@ duplicates and the loss the plan reported.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -301,3 +305,31 @@ def test_loss_budget_exceeded_refuses_and_writes_nothing(job, new_topic, produce
     assert plan["executed"] is False
     assert tree_digest(j.checkpoint) == before
     assert not (j.checkpoint / "_recovery").exists()
+
+
+@pytest.mark.parametrize("kill_at", [1, 3, 5])
+def test_repair_killed_mid_write_is_finished_by_running_it_again(
+    job, new_topic, produce, bootstrap, kill_at
+) -> None:
+    """SIGKILL inside `repair --execute` (the store's test-only hook), then the same command again:
+    it rolls the killed run back, applies the plan, and Spark restarts with exactly the expected rows."""
+    topic = new_topic(2)
+    produce(topic, 200, partitions=2, timestamp_ms=NOW)
+    j = job(topic)
+    j.run()  # position 100 per partition
+    produce(topic, 40, partitions=2, start=200, timestamp_ms=NOW)
+    topics.delete_records(bootstrap, topic, {0: 110})
+    command = [sys.executable, "-m", "recovery", "repair", str(j.checkpoint), "-b", bootstrap]
+    command += ["--execute", "--force"]
+    killed = subprocess.run(
+        command, env=dict(os.environ, STREAM_RECOVERY_FAULT_AT=str(kill_at)), capture_output=True, text=True
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    again = subprocess.run(command, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "% applied; originals backed up as" in again.stderr
+    assert not (j.checkpoint / "_recovery" / "intent.json").exists()
+    assert j.validate(expect=0)["partitions"][0]["checkpoint_offset"] == 110
+    j.run()
+    assert j.rows() == offsets(topic, {0: [*range(100), *range(110, 120)], 1: range(120)})

@@ -68,7 +68,10 @@ def test_secrets_never_appear_in_repr_or_messages(tmp_path: Path) -> None:
     assert "'sasl.password': '[redacted]'" in repr(config)
     with pytest.raises(ConfigError) as bad:
         KafkaConfig.from_options("b1:9092", overrides=["ssl.key.password"])
-    assert str(bad.value) == "-X ssl.key.password: expected prop=val"
+    assert str(bad.value) == "-X ssl.key.password...: expected prop=val (the value is not shown)"
+    with pytest.raises(ConfigError) as typo:  # ':' for '=': the value after it is the secret
+        KafkaConfig.from_options("b1:9092", overrides=["sasl.password:hunter2"])
+    assert "hunter2" not in str(typo.value) and str(typo.value).startswith("-X sasl.password...:")
 
 
 def test_invalid_librdkafka_setting_is_a_config_error_without_the_secret() -> None:
