@@ -194,6 +194,8 @@ def test_validate_and_repair_a_ledger_after_retention_loss(
         "skipped",
         "replayed",
         "reason",
+        "lost_unknown",
+        "upper_bound",
     }
     assert (body["executed"], body["version"], body["totals"]["lost"]) == (True, 2, 7)
     history = DeltaTable(table).history(1)[0]
