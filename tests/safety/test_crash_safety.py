@@ -33,6 +33,15 @@ chk = open_checkpoint(sys.argv[1])
 rewrite_offsets(chk, {1: {0: {TP("orders", 0): 15}}, 2: {0: {TP("orders", 0): 25, TP("orders", 2): 5}}},
                 initial={0: {TP("orders", 1): 3}}, extra={"_recovery/topic-ids.json": b"{}"})
 """
+LOCKED_REWRITE = """
+import sys
+from recovery.checkpoint import checkpoint_lock, open_checkpoint, rewrite_offsets
+from recovery.model import TopicPartition as TP
+with checkpoint_lock(sys.argv[1], command="test"):
+    chk = open_checkpoint(sys.argv[1])
+    rewrite_offsets(chk, {1: {0: {TP("orders", 0): 15}}, 2: {0: {TP("orders", 0): 25, TP("orders", 2): 5}}},
+                    initial={0: {TP("orders", 1): 3}}, extra={"_recovery/topic-ids.json": b"{}"})
+"""
 RESTORE = """
 import sys
 from recovery.cli import main
@@ -200,7 +209,9 @@ def test_two_writers_one_proceeds_the_other_is_refused_naming_the_holder(tmp_pat
 
 def test_concurrent_rewrites_exactly_one_applies(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk", batches=3, committed=2)
-    script = REWRITE + "\nimport time\n"
+    # As the executor does: read the checkpoint under the lock (a read outside it can meet a file
+    # between its data and its .crc, and fail as malformed).
+    script = LOCKED_REWRITE
     slow = dict(os.environ, STREAM_RECOVERY_FAULT_LOG=str(tmp_path / "log"))
     procs = [
         subprocess.Popen(
@@ -213,7 +224,7 @@ def test_concurrent_rewrites_exactly_one_applies(tmp_path: Path) -> None:
     # Either one was refused (StateError: the other holds the lock), or they ran one after the
     # other: then the second found the files already rewritten and wrote the same bytes again.
     if codes == [0, 1]:
-        assert any("is writing this checkpoint; nothing was written" in err for _, err in results)
+        assert any("is writing this checkpoint; nothing was written" in err for _, err in results), results
     else:
         assert codes == [0, 0]
     assert not (root / INTENT_FILE).exists()
