@@ -228,3 +228,27 @@ def test_concurrent_rewrites_exactly_one_applies(tmp_path: Path) -> None:
     else:
         assert codes == [0, 0]
     assert not (root / INTENT_FILE).exists()
+
+
+def test_a_rollback_refuses_an_intent_record_naming_a_backup_outside_the_backup_dir(tmp_path: Path) -> None:
+    """The intent record is read back from disk: a ``backup_id`` that is a path is refused, so a
+    crafted record cannot make the rollback read or delete files outside the backup directory."""
+    import json
+
+    from recovery.errors import CheckpointFormatError
+
+    original = checkpoint_files(batches=3, committed=2)
+    root = write_checkpoint(tmp_path / "chk", original)
+    ops = operations(REWRITE, write_checkpoint(tmp_path / "probe" / "chk", original))
+    kill_at = next(
+        i for i, o in enumerate(ops, 1) if o.endswith(" write " + str(tmp_path / "probe/chk/offsets/2"))
+    )
+    assert run(REWRITE, str(root), fault_at=kill_at) == -signal.SIGKILL
+    record = json.loads((root / INTENT_FILE).read_text())
+    record["backup_id"] = "../../outside"
+    (root / INTENT_FILE).write_text(json.dumps(record))
+    before = tree(tmp_path)
+
+    with pytest.raises(CheckpointFormatError, match="is not a backup set name"):
+        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 1): 7}}})
+    assert tree(tmp_path) == before
