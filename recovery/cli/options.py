@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from recovery.model import GateMode, Isolation, NoMatch, OnBeyondEnd
+from recovery.model import Isolation, NoMatch, OnBeyondEnd
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -153,18 +153,6 @@ def on_beyond_end_option(help: str, *, default: OnBeyondEnd | None = None) -> Ca
         show_default=default is not None,
         help=help,
     )
-
-
-def gate_option(func: F) -> F:
-    """``--gate fail|clamp|warn`` as a :class:`~recovery.model.GateMode` (jobs with a pre-start gate)."""
-    return click.option(
-        "--gate",
-        "gate",
-        type=EnumChoice(GateMode),
-        default=GateMode.FAIL.value,
-        show_default=True,
-        help="When the checkpoint would not restart cleanly: fail, repair (clamp) or warn and start.",
-    )(func)
 
 
 def _storage_options(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...]) -> dict[str, str]:

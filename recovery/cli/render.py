@@ -63,13 +63,6 @@ def show(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def iso_ms(ms: int | None) -> str:
-    """``2026-11-22T06:00:00.000Z`` for a Unix time in milliseconds; empty for None."""
-    from recovery.kafka.specs import iso_utc
-
-    return "" if ms is None else iso_utc(ms)
-
-
 def table_lines(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> list[str]:
     """The plain table: a header of ``columns`` (key, HEADER) and one line per row, two spaces apart."""
     cells = [[header for _, header in columns]]
