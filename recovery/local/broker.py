@@ -75,8 +75,15 @@ def free_port() -> int:
 
 
 def kafka_uuid() -> str:
-    """A Kafka ``Uuid`` string (22 chars of URL-safe base64, no padding), as ``random-uuid`` prints."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka ``Uuid`` string (22 chars of URL-safe base64, no padding), as ``random-uuid`` prints.
+
+    Like Kafka's ``Uuid.randomUuid`` it never starts with ``-``: a command-line parser would take
+    such an id for an option (kafka-storage then fails with "expected one argument").
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 def _java() -> str:
@@ -260,7 +267,7 @@ class LocalKafkaBroker:
     def _format(self, props: Path) -> None:
         data = Path(self._settings()["log.dirs"])
         shutil.rmtree(data, ignore_errors=True)
-        cmd = self._java_cmd("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(props))
+        cmd = self._java_cmd("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(props))
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
             raise RigError(
