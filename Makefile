@@ -10,10 +10,15 @@ DEPPLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
 BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: demo test check test-fast lint typecheck install uninstall jars venv clean
+.PHONY: demo test check test-fast lint typecheck install uninstall jars venv clean cluster
 
 demo: venv jars
 	$(PY) -m recovery.local.demo
+
+# A standalone Spark cluster (one master, one worker, on 127.0.0.1) from pyspark's own classes, in the
+# foreground: prints MASTER=spark://... and a spark-submit example; Ctrl-C stops it.
+cluster: venv jars
+	$(PY) -m recovery.local.spark_cluster
 
 test: venv jars lint typecheck
 	$(PY) -m pytest

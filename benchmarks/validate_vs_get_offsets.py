@@ -3,6 +3,7 @@
 Run by hand (not a test)::
 
     .venv/bin/python benchmarks/validate_vs_get_offsets.py [--topics 20] [--partitions 100] [--rounds 9]
+        [--no-runway]
 
 1. starts the embedded broker (request logger at DEBUG), creates ``--topics`` × ``--partitions``
    partitions (1-7 records each, every third log start moved by DeleteRecords) and writes a
@@ -10,7 +11,9 @@ Run by hand (not a test)::
    batch holds offset 1 for every partition;
 2. runs, side by side and alternating A B / B A, ``--rounds`` times each:
    ``stream-recovery validate CHECKPOINT -b HOST:PORT --output json`` (which reads each
-   partition's log start and end) and ``GetOffsetShell --topic 'bench-.*' --time -1`` (the
+   partition's log start and end, and by default the retention runway: one DescribeConfigs and a
+   one-record fetch per partition; ``--no-runway`` leaves it out, like for like with the peer)
+   and ``GetOffsetShell --topic 'bench-.*' --time -1`` (the
    class behind kafka-get-offsets.sh, reading the ends only);
 3. prints medians (min-max), the ratio of the wall-time medians and the requests per run; writes
    ``benchmarks/results/validate.json``.
@@ -55,6 +58,7 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--no-runway", action="store_true", help="validate --no-runway (offsets only)")
     args = parser.parse_args()
     total = args.topics * args.partitions
 
@@ -63,10 +67,11 @@ def main() -> None:
         names = make_topics(bootstrap, args.topics, args.partitions)
         checkpoint = Path(tmp) / "chk"
         write_checkpoint(checkpoint, names, args.partitions)
-        ours = "stream-recovery validate"
+        ours = "stream-recovery validate" + (" --no-runway" if args.no_runway else "")
         theirs = "kafka-get-offsets (GetOffsetShell)"
         tools = {
-            ours: [STREAM_RECOVERY, "validate", str(checkpoint), "-b", bootstrap, "--output", "json"],
+            ours: [STREAM_RECOVERY, "validate", str(checkpoint), "-b", bootstrap, "--output", "json",
+                   *(["--no-runway"] if args.no_runway else [])],
             theirs: java_tool("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", bootstrap,
                               "--topic", "bench-.*", "--time", "-1"),
         }  # fmt: skip
@@ -81,7 +86,7 @@ def main() -> None:
 
         runs = alternate(tools, args.rounds, log=RequestLog(started.log_path), check=check)
         summarize(
-            "validate",
+            "validate-no-runway" if args.no_runway else "validate",
             f"validate of a {total:,}-partition checkpoint vs kafka-get-offsets --time -1",
             runs,
             ours,

@@ -1,4 +1,5 @@
-"""What the jobs share: Kafka's connection flags, and the error boundary of a job's command line.
+"""What the jobs share: Kafka's connection flags, the gate's flags, and the error boundary of a job's
+command line.
 
 The jobs are scripts (``python jobs/NAME.py`` or ``spark-submit jobs/NAME.py``), so this sibling
 module is importable as ``_options``. They use the library (``recovery``), never its CLI.
@@ -16,6 +17,7 @@ import click
 
 from recovery.errors import ExitCode, RecoveryError
 from recovery.kafka.config import KafkaConfig
+from recovery.model import GateMode, Policy
 
 
 def kafka_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -56,6 +58,35 @@ def kafka_options(func: Callable[..., Any]) -> Callable[..., Any]:
             bootstrap_server, command_config=command_config, overrides=kafka_property
         )
         return func(*args, kafka=kafka, **kwargs)
+
+    return wrapper
+
+
+def gate_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--gate fail|clamp|warn`` and ``--max-loss-records N``, one meaning in every gated job: the
+    command receives ``gate: GateMode`` and ``policy: Policy``. ``clamp`` without a budget is a usage
+    error (exit 2): a repair that may lose records needs the most it may lose."""
+
+    @click.option(
+        "--gate",
+        type=click.Choice([mode.value for mode in GateMode]),
+        default=GateMode.FAIL.value,
+        show_default=True,
+        help="When the job's offsets would not start cleanly: fail (exit 1), repair within "
+        "--max-loss-records (clamp), or warn and start.",
+    )
+    @click.option(
+        "--max-loss-records",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="clamp (required with it): refuse a repair that loses more records.",
+    )
+    @functools.wraps(func)
+    def wrapper(*args: Any, gate: str, max_loss_records: int | None, **kwargs: Any) -> Any:
+        mode = GateMode(gate)
+        if mode is GateMode.CLAMP and max_loss_records is None:
+            raise click.UsageError("--gate clamp needs --max-loss-records: the most records it may give up")
+        return func(*args, gate=mode, policy=Policy(max_loss_records=max_loss_records), **kwargs)
 
     return wrapper
 

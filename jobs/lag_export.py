@@ -8,14 +8,19 @@ job's lag. This job reads where the checkpoint resumes, compares it with the log
   log end - position as the checkpoint holds it (a job 20 behind is 20 behind even when retention
   deleted 10 of those records; ``records_lost`` says how many are gone); and
 * with ``--group NAME``, commits the positions to that consumer group, a monitor-only group with no
-  members, so the usual Kafka lag tools show the job (the group is never used to consume).
+  members, so the usual Kafka lag tools show the job (the group is never used to consume). Each
+  offset carries ``stream-recovery:1:lag_export`` in its commit metadata; a group holding offsets
+  without that marker is someone else's and is refused unless ``--force``, which first saves its
+  offsets to ``--backup-dir`` (a ``topic,partition,offset`` file ``stream-recovery group set
+  --from-file`` restores) and prints the path.
 
 Run it on a schedule (cron, an Airflow task, a Kubernetes CronJob):
 
     python jobs/lag_export.py /data/chk -b kafka:9092 --group spark-orders-monitor
 
-Exit codes: 0 written; 2 bad input; 3 Kafka or storage unreachable; 1 when --group is in use by
-active consumers (refused: never commit into a live group).
+Exit codes: 0 written; 2 bad input; 3 Kafka or storage unreachable; 1 refused, nothing committed:
+--group has active members (even with --force: never commit into a live group) or holds offsets
+stream-recovery did not commit (without --force).
 """
 
 from __future__ import annotations
@@ -36,13 +41,31 @@ from recovery.plan import clamp
 @kafka_options
 @click.option("--group", metavar="NAME", help="Also commit the positions to this monitor-only group.")
 @click.option(
+    "--force",
+    is_flag=True,
+    help="Commit even into a --group holding offsets stream-recovery did not commit (saved first).",
+)
+@click.option(
+    "--backup-dir",
+    metavar="DIR",
+    help="Where --force saves the group's previous offsets (default "
+    "$XDG_STATE_HOME/stream-recovery/group-backups).",
+)
+@click.option(
     "--isolation",
     type=click.Choice([level.value for level in Isolation]),
     default=Isolation.READ_UNCOMMITTED.value,
     show_default=True,
     help="The query's kafka.isolation.level: read_committed measures lag to the last stable offset.",
 )
-def lag_export(checkpoint: str, kafka: object, group: str | None, isolation: str) -> None:
+def lag_export(
+    checkpoint: str,
+    kafka: object,
+    group: str | None,
+    force: bool,
+    backup_dir: str | None,
+    isolation: str,
+) -> None:
     """Print the Kafka lag of the Spark checkpoint CHECKPOINT as JSON lines."""
     rows = checkpoint_lag(checkpoint, kafka, isolation=Isolation(isolation))  # type: ignore[arg-type]
     for row in rows:
@@ -55,6 +78,8 @@ def lag_export(checkpoint: str, kafka: object, group: str | None, isolation: str
             "log_end": row.log_end,
             "lag": row.lag,
             "records_lost": row.records_lost,
+            # seconds until retention may delete records the query has not read (null: no limit)
+            "runway_s": row.runway_s,
             "records_lost_upper_bound": row.upper_bound,
             "verdict": row.verdict.value,
         }
@@ -68,7 +93,17 @@ def lag_export(checkpoint: str, kafka: object, group: str | None, isolation: str
                 continue
             offset = clamp(r.position, OffsetRange(r.log_start, r.log_end))
             positions[r.tp] = min(offset, positions.get(r.tp, offset))
-        set_group_offsets(kafka, group, positions, execute=True)  # type: ignore[arg-type]
+        change = set_group_offsets(
+            kafka,  # type: ignore[arg-type]
+            group,
+            positions,
+            execute=True,
+            force=force,
+            backup_dir=backup_dir,
+            written_by="lag_export",
+        )
+        if change.backup:
+            click.echo(f"% the group's previous offsets are saved in {change.backup}", err=True)
         click.echo(f"% committed {len(positions)} positions to group {group}", err=True)
 
 

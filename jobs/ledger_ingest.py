@@ -24,9 +24,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
-from _options import kafka_options, run_job
+from _options import gate_options, kafka_options, run_job
 
-from recovery.delta.ingest import confirm_written, next_batch, prepare_run, record_batch
+from recovery.delta.ingest import (
+    concurrent_run_stop,
+    confirm_written,
+    next_batch,
+    prepare_run,
+    record_batch,
+)
 from recovery.model import GateMode, Policy, TopicPartition
 
 if TYPE_CHECKING:
@@ -82,14 +88,21 @@ def run_batch(
             "timestamp",
         )
     )
-    (
-        frame.write.format("delta")
-        .mode("append")
-        .option("txnAppId", batch.app_id)
-        .option("txnVersion", batch.batch_id)
-        .option("userMetadata", batch.user_metadata())
-        .save(data_table)
-    )
+    try:
+        (
+            frame.write.format("delta")
+            .mode("append")
+            .option("txnAppId", batch.app_id)
+            .option("txnVersion", batch.batch_id)
+            .option("userMetadata", batch.user_metadata())
+            .save(data_table)
+        )
+    except Exception as exc:
+        # Another run committed the same batch first: the documented one-line stop, not a Py4J trace.
+        stop = concurrent_run_stop(exc, data_table, batch)
+        if stop is None:
+            raise
+        raise stop from None
     confirm_written(data_table, batch, conf.storage_options)
     if not stop_after_data:
         record_batch(conf, batch)
@@ -129,16 +142,7 @@ def ingest(
     "--ledger", required=True, metavar="TABLE", help="Delta offset ledger table (created if missing)."
 )
 @click.option("--pipeline", required=True, help="This job's name in the ledger (and its txnAppId).")
-@click.option(
-    "--gate",
-    type=click.Choice([mode.value for mode in GateMode]),
-    default=GateMode.FAIL.value,
-    show_default=True,
-    help="When the ledger's offsets would not start cleanly: fail, repair (clamp) or warn and start.",
-)
-@click.option(
-    "--max-loss-records", type=click.IntRange(min=0), help="clamp (required with it): refuse to lose more."
-)
+@gate_options
 @click.option("--local-rig", is_flag=True, help="Use the project's local SparkSession (recovery.local).")
 def ledger_ingest(
     kafka: KafkaConfig,
@@ -146,20 +150,17 @@ def ledger_ingest(
     table: str,
     ledger: str,
     pipeline: str,
-    gate: str,
-    max_loss_records: int | None,
+    gate: GateMode,
+    policy: Policy,
     local_rig: bool,
 ) -> None:
     """Append what TOPIC holds past the ledger's offsets to TABLE, then record the new offsets."""
     from recovery.delta.ledger_conf import make_conf
 
-    if gate == GateMode.CLAMP and max_loss_records is None:
-        raise click.UsageError("--gate clamp needs --max-loss-records: the most records it may give up")
     conf = make_conf({"table": ledger, "pipeline": pipeline, "data_table": table})
-    policy = Policy(max_loss_records=max_loss_records)
     # Crash recovery and the gate run before a SparkSession exists: a run whose offsets aged out
     # fails in seconds.
-    recovered = prepare_run(conf, kafka, topic=topic, data_table=table, gate=GateMode(gate), policy=policy)
+    recovered = prepare_run(conf, kafka, topic=topic, data_table=table, gate=gate, policy=policy)
     if recovered is not None:
         click.echo(f"% batch {recovered}: ledger rows written from the data commit (a run died)", err=True)
     if local_rig:

@@ -59,6 +59,7 @@ _EXPORTS = {
     "RepairResult": "recovery.results",
     "Report": "recovery.results",
     "RestoreResult": "recovery.checkpoint",
+    "Runway": "recovery.model",
     "StartingOffsets": "recovery.results",
     "StateError": "recovery.errors",
     "Strategy": "recovery.model",

@@ -23,6 +23,7 @@ from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
 from recovery.kafka.config import KafkaConfig
 from recovery.model import (
     CheckpointFile,
+    Finding,
     Isolation,
     NoMatch,
     OnBeyondEnd,
@@ -30,6 +31,7 @@ from recovery.model import (
     Policy,
     StartingOffset,
     Strategy,
+    StrategyKind,
     TopicPartition,
     TopicSelection,
 )
@@ -68,29 +70,66 @@ def validate_checkpoint(
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     storage_options: Mapping[str, Any] | None = None,
     sink: str | None = None,
+    runway: bool = True,
+    runway_warn_s: float | None = None,
+    delta_tables: Mapping[str, str] | None = None,
 ) -> Report:
     """Compare the position a checkpoint resumes from with what Kafka holds now. Never writes.
     With ``sink`` (the query's Delta sink table), also say whether it would skip batches.
 
-    Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092")).needs_action``
+    Delta sources of the same checkpoint are covered too
+    (:func:`recovery.delta.api.delta_source_issues`): judged against ``delta_tables`` (source id ->
+    table path) and reported as issues, or, when not named, an error issue saying they were not
+    checked (a checkpoint records a Delta table's id, not its path), so a mixed checkpoint is never
+    called healthy on its Kafka sources alone.
+
+    With ``runway`` (default), each partition Spark resumes cleanly gets its retention runway
+    (:mod:`recovery.runway`: one DescribeConfigs and a one-record fetch per partition); with
+    ``runway_warn_s`` too, one whose runway is shorter becomes AT_RISK (exit 1).
+
+    Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092"), runway_warn_s=6 * 3600)``
     """
     chk = open_checkpoint(location, storage_options)
     view, issues = checkpoint_view(chk)
     refuse_without_kafka_source(chk, view)
+    from recovery.delta.api import delta_source_issues
+
+    issues = (*issues, *delta_source_issues(chk, delta_tables, storage_options=storage_options))
     view = sink_facts(view, sink, storage_options)
     cluster = cluster_for(kafka, resolve_sink(view), isolation)
     warning = sink_warning(chk, sink, (), storage_options) if sink else None
+    findings = assess(view, cluster)
+    at_ms = None
+    if runway or runway_warn_s is not None:  # a threshold needs the runway
+        findings, at_ms = _with_runway(kafka, findings, isolation, runway_warn_s)
     return Report(
         chk.location,
         view.query_id,
         view.batch_id,
         view.rerun,
         isolation,
-        assess(view, cluster),
+        findings,
         issues,
         cluster.topic_ids,
         warning.message if warning else None,
+        runway_at_ms=at_ms,
+        runway_warn_s=runway_warn_s,
     )
+
+
+def _with_runway(
+    kafka: KafkaConfig, findings: tuple[Finding, ...], isolation: Isolation, warn_s: float | None
+) -> tuple[tuple[Finding, ...], int]:
+    """``findings`` with their retention runway, judged at the time the facts were read."""
+    from recovery.kafka.runway import runway_facts
+    from recovery.runway import apply_runway, wanted_positions
+
+    if warn_s is not None and warn_s <= 0:
+        raise InvalidInput(f"--runway-warn must be positive, not {warn_s:g}s")
+    retention, stamps = runway_facts(kafka, wanted_positions(findings), isolation)
+    now_ms = int(time.time() * 1000)
+    warn_ms = None if warn_s is None else int(warn_s * 1000)
+    return apply_runway(findings, retention, stamps, now_ms=now_ms, warn_ms=warn_ms), now_ms
 
 
 def plan_repair(
@@ -184,17 +223,53 @@ def _sink_risky_files(plan: Plan) -> tuple[CheckpointFile, ...]:
 
 
 def _refuse_unknown_scope(plan: Plan, strategy: Strategy | None) -> None:
-    """``--topic`` naming nothing the checkpoint reads is a typo, not "nothing to change"."""
-    scope = strategy.scope if strategy else None
-    if scope is None:
+    """``--topic`` naming nothing the checkpoint reads, or ``--from-file`` rows for partitions it
+    does not read, are typos, not "nothing to change": exit 2 naming them and the closest names
+    it does read."""
+    if strategy is None:
         return
     read = {f.tp.topic for f in plan.findings}
-    unmatched = [p.regex for p in scope.patterns if not any(p.matches_topic(t) for t in read)]
-    if unmatched:
-        raise OffsetSpecError(
-            f"--topic {', '.join(unmatched)}: the checkpoint reads no such topic "
-            f"(it reads {', '.join(sorted(read)) or 'none'}). Nothing was written."
-        )
+    if strategy.scope is not None:
+        unmatched = [p.regex for p in strategy.scope.patterns if not any(p.matches_topic(t) for t in read)]
+        if unmatched:
+            raise OffsetSpecError(
+                f"--topic {', '.join(unmatched)}: the checkpoint reads no such topic"
+                f"{_closest(unmatched, read)} (it reads {_listed(sorted(read))}). Nothing was written."
+            )
+    if strategy.kind is StrategyKind.FROM_FILE:
+        known = {f.tp for f in plan.findings}  # NEW_PARTITION findings included: the file may add them
+        unknown = sorted(tp for tp in strategy.targets if tp not in known)
+        if unknown:
+            partitions = {
+                topic: sorted(tp.partition for tp in known if tp.topic == topic)
+                for topic in {tp.topic for tp in unknown} & read
+            }
+            hints = [
+                f"{t} has partitions {_listed([str(p) for p in ps])}" for t, ps in sorted(partitions.items())
+            ]
+            missing = sorted({tp.topic for tp in unknown} - read)
+            closest = _closest(missing, read)
+            raise OffsetSpecError(
+                f"--from-file: the checkpoint does not read {_listed([str(tp) for tp in unknown])}"
+                f"{closest}{'; ' if hints else ''}{'; '.join(hints)} (it reads {_listed(sorted(read))}). "
+                "Nothing was written."
+            )
+
+
+def _closest(names: Iterable[str], read: Iterable[str]) -> str:
+    """`` (closest: orders, orders-v2)``: names the checkpoint reads that look like ``names``."""
+    import difflib
+
+    candidates = sorted(read)
+    near = dict.fromkeys(m for name in names for m in difflib.get_close_matches(name, candidates, n=3))
+    return f" (closest: {', '.join(near)})" if near else ""
+
+
+def _listed(items: list[str], shown: int = 10) -> str:
+    if not items:
+        return "none"
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def checkpoint_time_targets(
@@ -214,18 +289,11 @@ def checkpoint_time_targets(
 
 
 def read_targets_file(path: str) -> Mapping[TopicPartition, int]:
-    """``--from-file``: ``topic,partition,offset`` rows (kafka-consumer-groups ``--export``)."""
-    from recovery.kafka.groups import read_offsets_file
+    """``--from-file``: ``topic,partition,offset`` rows (kafka-consumer-groups ``--export``), read
+    strictly (``FILE:LINE: what is wrong``, exit 2; a FIFO or directory refused without blocking)."""
+    from recovery.kafka.groups import load_offsets_file
 
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return read_offsets_file(handle, path)
-    except UnicodeDecodeError as exc:
-        raise OffsetSpecError(
-            f"--from-file {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from None
-    except OSError as exc:
-        raise OffsetSpecError(f"--from-file {path}: {exc.strerror}") from None
+    return load_offsets_file(path)
 
 
 def export_positions(plan: Plan) -> str:
@@ -369,12 +437,17 @@ def checkpoint_lag(
     *,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     storage_options: Mapping[str, Any] | None = None,
+    runway_warn_s: float | None = None,
 ) -> tuple[PartitionLag, ...]:
-    """Per partition: where the checkpoint resumes, the log's bounds now, and the records still to read.
+    """Per partition: where the checkpoint resumes, the log's bounds now, the records still to read,
+    and the retention runway (``PartitionLag.runway_s``: seconds until retention may delete unread
+    records; with ``runway_warn_s``, a shorter one is verdict AT_RISK).
 
     Spark commits no offsets to Kafka, so lag tools cannot see a Spark job; this is what they miss.
     """
-    report = validate_checkpoint(location, kafka, isolation=isolation, storage_options=storage_options)
+    report = validate_checkpoint(
+        location, kafka, isolation=isolation, storage_options=storage_options, runway_warn_s=runway_warn_s
+    )
     return tuple(
         PartitionLag(
             f.source_id,
@@ -385,6 +458,8 @@ def checkpoint_lag(
             f.verdict,
             records_lost=f.records_lost,
             upper_bound=f.upper_bound,
+            runway=f.runway,
+            at_ms=report.runway_at_ms,
         )
         for f in report.findings
     )

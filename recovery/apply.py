@@ -4,7 +4,8 @@
 through :func:`apply`, so each gets every refusal, in this order, before anything is written:
 
 1. the plan's own policy: loss budget, offsets unreadable, a source emptied (LossBudgetExceeded);
-2. the checkpoint looks in use by a running query, unless ``force`` (CheckpointInUse);
+2. the checkpoint is in use by a running query (its heartbeat, else file ages), unless ``force``
+   (CheckpointInUse);
 3. a re-plan on offsets read just now must change the same partitions in the same files and pass
    the same policy: retention keeps moving (PlanOutdated, LossBudgetExceeded);
 4. a Delta sink that would skip the changed batch, unless ``accept_sink_skip`` (SinkWouldSkip);
@@ -32,7 +33,8 @@ from recovery.checkpoint import (
     open_checkpoint,
     rewrite_offsets,
 )
-from recovery.errors import CheckpointInUse, LossBudgetExceeded, PlanOutdated, SinkWouldSkip
+from recovery.errors import LossBudgetExceeded, PlanOutdated, SinkWouldSkip
+from recovery.heartbeat import refuse_if_in_use as refuse_if_in_use  # re-exported: delta-source repair
 from recovery.kafka.config import KafkaConfig
 from recovery.model import CheckpointFile, ClusterView, Plan, TopicPartition
 from recovery.plan import plan_repair, resolve_sink
@@ -125,28 +127,6 @@ def apply(
         )
         log.info("%s: rewrote %s; backup %s", chk.location, ", ".join(map(str, fresh.files)), backup.id)
         return Applied(fresh, backup, ids, lock.recovered)
-
-
-def refuse_if_in_use(chk: Checkpoint, active_within_s: float) -> None:
-    """A running query writes offsets/N before each batch and commits/N after it. If the newest of
-    those was written within ``active_within_s``, assume a query is running: a rewrite under it would
-    be ignored (Spark caches the last batches) or overwritten. An idle running query writes nothing,
-    so this cannot prove a query is stopped: stop the query before repairing."""
-    newest = [f"offsets/{i}" for i in chk.offset_batch_ids[-1:]] + [
-        f"commits/{i}" for i in chk.commit_batch_ids[-1:]
-    ]
-    now = time.time()
-    for rel in newest:
-        try:
-            modified = chk.store.fs.modified(chk.store.full(rel)).timestamp()
-        except (NotImplementedError, OSError, KeyError, AttributeError):
-            continue  # a store that cannot say: nothing to go on
-        age = now - modified
-        if age < active_within_s:
-            raise CheckpointInUse(
-                f"{chk.store.display(rel)} was written {age:.0f}s ago: the query looks like it is running. "
-                f"Stop it first, or pass --force if it is stopped. Nothing was written."
-            )
 
 
 def refuse_sink_skip(

@@ -78,7 +78,7 @@ class JobConf:
     """A streaming query: its checkpoint, the cluster it reads, and how it is judged.
 
     ``storage_options`` may hold secrets (left out of ``repr``); ``storage_shown`` is printable.
-    ``runway_warn_s`` is kept for the retention-runway check (not used yet).
+    ``runway_warn_s``: a partition whose retention runway is shorter is AT_RISK (None: no threshold).
     """
 
     name: str
@@ -124,9 +124,24 @@ def _duration(value: Any) -> Any:
     return parse_duration_s(value)
 
 
+def _runway_duration(value: Any) -> Any:
+    """``runway_warn``: ``"6h"``/``"1h30m"`` as every duration here, or ISO-8601 ``"PT6H"`` as
+    ``--runway-warn`` takes it."""
+    if isinstance(value, str) and value.strip()[:1] in ("P", "p"):
+        from recovery.errors import OffsetSpecError
+        from recovery.runway import parse_runway_warn
+
+        try:
+            return parse_runway_warn(value) / 1000
+        except OffsetSpecError:
+            raise ValueError(f'expected a duration such as "6h", "1h30m" or "PT6H", not {value!r}') from None
+    return _duration(value)
+
+
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 PropertyValue = Annotated[str, BeforeValidator(_property_value)]
 Duration = Annotated[float, BeforeValidator(_duration)]
+RunwayDuration = Annotated[float, BeforeValidator(_runway_duration)]
 
 
 class _Cluster(BaseModel):
@@ -149,7 +164,7 @@ class _Job(BaseModel):
     isolation: Annotated[Isolation, Field(strict=False)] = Isolation.READ_UNCOMMITTED
     sink: str | None = None
     gate: Annotated[GateMode, Field(strict=False)] = GateMode.FAIL
-    runway_warn: Duration | None = None
+    runway_warn: RunwayDuration | None = None
 
 
 class _File(BaseModel):

@@ -7,18 +7,33 @@ that talks to a third-party library translates that library's exceptions (``rais
     + CheckpointFormatError, OffsetSpecError, ConfigError, DeltaTableNotFound
   x StateError              the world is not in a state we can act on        -> exit 1
     + CheckpointInUse, LossBudgetExceeded, SinkWouldSkip, PlanOutdated, NoOffsetForTime,
-      GateFailed, LedgerGateFailed, LedgerBehindData, LedgerJobStopped, GroupActive, OffsetOutsideLog
+      GateFailed, LedgerGateFailed, LedgerBehindData, LedgerJobStopped, GroupActive, GroupNotOurs,
+      OffsetOutsideLog
   x ExternalError           a system we talk to failed or cannot be reached  -> exit 3
-    + StorageError, KafkaError (KafkaUnavailable, TopicNotFound), DeltaError,
+    + StorageError, KafkaError (KafkaUnavailable), DeltaError,
       RigError              the embedded Kafka broker or Spark rig failed to start
+  (TopicNotFound is a KafkaError that exits 1: the cluster answered, and the topic is not there)
 
 Messages are written for a person at 3 a.m.: what happened, which file/field/partition, what to do.
-They never contain secrets.
+They are one line (a third-party library's multi-line text is joined) and never contain secrets:
+every message has the credentials of URLs masked (:func:`mask_credentials`), whoever wrote it and
+whatever a third-party library put in it.
 """
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
+
+# scheme://user:password@host -> scheme://***@host; and a bare user:password@host, as SDKs quote a
+# URL's parts in their own messages (botocore: Invalid bucket name "user:password@bucket").
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+_BARE_USERINFO = re.compile(r"(?<![\w.+%-])[^\s\"'/@:=,]+:[^\s\"'/@]+@(?=[\w\[])")
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the user-info part of URLs (``user:password@``) replaced by ``***@``."""
+    return _BARE_USERINFO.sub("***@", _URL_USERINFO.sub(lambda m: f"{m['scheme']}***@", text))
 
 
 class ExitCode(IntEnum):
@@ -31,9 +46,18 @@ class ExitCode(IntEnum):
 
 
 class RecoveryError(Exception):
-    """Base class of every error the library raises on purpose."""
+    """Base class of every error the library raises on purpose. Its message never shows the
+    credentials of a URL (masked here, the last place before the message is printed)."""
 
     exit_code: ExitCode = ExitCode.ACTION_NEEDED
+    one_line = True  # the CLI prints one line per error: a library's multi-line text is joined
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(self._clean(a) if isinstance(a, str) else a for a in args))
+
+    def _clean(self, text: str) -> str:
+        text = mask_credentials(text)
+        return " ".join(line.strip() for line in text.splitlines() if line.strip()) if self.one_line else text
 
 
 class InvalidInput(RecoveryError):
@@ -50,6 +74,8 @@ class ExternalError(RecoveryError):
 
 class RigError(ExternalError):
     """The embedded test/demo rig (``recovery.local``) could not start or stopped unexpectedly."""
+
+    one_line = False  # carries the tail of the service's log
 
 
 # -- bad input (exit 2) --------------------------------------------------------------------------
@@ -113,6 +139,11 @@ class GroupActive(StateError):
     """The group has active members: its offsets cannot be written now."""
 
 
+class GroupNotOurs(StateError):
+    """The group's committed offsets were not written by stream-recovery (no marker in their commit
+    metadata): overwriting them needs --force, and a backup of them is written first."""
+
+
 class OffsetOutsideLog(StateError):
     """An offset to write is below the log start offset or above the high watermark."""
 
@@ -133,7 +164,11 @@ class KafkaUnavailable(KafkaError):
 
 
 class TopicNotFound(KafkaError):
-    """A topic named by the user or a checkpoint does not exist on the cluster."""
+    """A topic named by the user or a checkpoint does not exist on the cluster. The cluster
+    answered, so this is not "unreachable" (3) but a state to act on (1), as the TOPIC_GONE and
+    PARTITION_GONE rows of the same commands are."""
+
+    exit_code = ExitCode.ACTION_NEEDED
 
 
 class DeltaError(ExternalError):

@@ -49,13 +49,15 @@ DEFAULT_PARALLEL = 8
 # first: a NEW_PARTITION Spark fails on outranks a BELOW_LOG_START it would not).
 _RANK = {
     Verdict.OK: 0,
-    Verdict.NEW_PARTITION: 1,
-    Verdict.TRANSIENT: 2,
-    Verdict.BEYOND_LOG_END: 3,
-    Verdict.BELOW_LOG_START: 4,
-    Verdict.PARTITION_GONE: 5,
-    Verdict.TOPIC_RECREATED: 6,
-    Verdict.TOPIC_GONE: 7,
+    Verdict.AT_RISK: 1,  # needs action (start the query), but nothing is lost yet
+    Verdict.NEW_PARTITION: 2,
+    Verdict.TRANSIENT: 3,
+    Verdict.OPEN_TRANSACTION: 4,
+    Verdict.BEYOND_LOG_END: 5,
+    Verdict.BELOW_LOG_START: 6,
+    Verdict.PARTITION_GONE: 7,
+    Verdict.TOPIC_RECREATED: 8,
+    Verdict.TOPIC_GONE: 9,
 }
 
 # The urgency of a job's exit code: what an operator must act on first. See FleetReport.exit_code.
@@ -181,10 +183,12 @@ def validate_fleet(
     parallel: int = DEFAULT_PARALLEL,
     jobs: Iterable[str] | None = None,
     on_done: Callable[[JobResult], None] | None = None,
+    runway_warn_s: float | None = None,
 ) -> FleetReport:
     """Check every job of ``conf`` (or of the conf directory it names) concurrently, at most
     ``parallel`` at a time. Never writes. ``jobs`` limits the check to those names; ``on_done`` is
     called (from a worker thread) as each job finishes, e.g. to advance a progress bar.
+    ``runway_warn_s``: the AT_RISK threshold of jobs whose conf sets no ``runway_warn``.
 
     Example: ``validate_fleet("conf/examples", parallel=4).exit_code``
     """
@@ -198,7 +202,8 @@ def validate_fleet(
         # Probes are queued first: a job waiting on its cluster's probe never blocks a probe from running.
         probes = {name: pool.submit(_probe, fleet.clusters[name]) for name in clusters}
         futures = [
-            pool.submit(_check, job, fleet.cluster_of(job), probes[job.cluster], on_done) for job in chosen
+            pool.submit(_check, job, fleet.cluster_of(job), probes[job.cluster], on_done, runway_warn_s)
+            for job in chosen
         ]
         results = [future.result() for future in futures]
     finally:
@@ -241,16 +246,18 @@ def _check(
     cluster: ClusterConf,
     probe: Future[JobFailure | None],
     on_done: Callable[[JobResult], None] | None,
+    runway_warn_s: float | None = None,
 ) -> JobResult:
     failure = probe.result()
-    result = JobResult(job, failure=failure) if failure is not None else _validate(job, cluster)
+    warn_s = job.runway_warn_s if job.runway_warn_s is not None else runway_warn_s
+    result = JobResult(job, failure=failure) if failure is not None else _validate(job, cluster, warn_s)
     log.debug("job %s: %s", job.name, result.verdict)
     if on_done is not None:
         on_done(result)
     return result
 
 
-def _validate(job: JobConf, cluster: ClusterConf) -> JobResult:
+def _validate(job: JobConf, cluster: ClusterConf, runway_warn_s: float | None) -> JobResult:
     from recovery.api import validate_checkpoint
 
     try:
@@ -260,6 +267,7 @@ def _validate(job: JobConf, cluster: ClusterConf) -> JobResult:
             isolation=job.isolation,
             storage_options=dict(job.storage_options),
             sink=job.sink,
+            runway_warn_s=runway_warn_s,
         )
     except RecoveryError as exc:
         log.info("job %s: %s", job.name, exc)

@@ -10,6 +10,10 @@
 plan re-made on fresh offsets, Delta sink refusal with ``sink``) and lets the job start; ``warn``
 logs the report (logger ``recovery.gate``, level WARNING) and lets the job start as it is. A healthy
 checkpoint gets its topic ids recorded, so a later run can tell a recreated topic from the old one.
+
+Retention runway (``runway_warn_s``, default 6 h): partitions whose unread records retention may
+delete sooner (verdict AT_RISK) are only logged as a warning in every mode, never refused: starting
+the job is what cures them.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from recovery.topic_ids import record_topic_ids
 
 log = logging.getLogger(__name__)
 
+# The gate only warns on a short runway, so a default threshold costs nothing but a log line.
+DEFAULT_GATE_RUNWAY_WARN_S = 6 * 3600.0
+
 
 def prestart_gate(
     checkpoint: str,
@@ -41,23 +48,34 @@ def prestart_gate(
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     storage_options: Mapping[str, Any] | None = None,
     sink: str | None = None,
+    runway_warn_s: float | None = DEFAULT_GATE_RUNWAY_WARN_S,
 ) -> Report | None:
     """Check (and in ``clamp`` mode repair) ``checkpoint`` before the query starts.
 
     Returns the report the query starts with, or None for a new query (no checkpoint yet).
     ``sink``: the query's Delta sink table; clamp mode then refuses a repair the sink would skip.
+    ``runway_warn_s``: warn (never refuse) when retention may delete unread records sooner (None: no
+    runway check).
     """
     store = Store(checkpoint, storage_options)
     if not store.exists("metadata"):
         return None  # a new query: Spark starts from startingOffsets, nothing to check
     report = validate_checkpoint(
-        checkpoint, kafka, isolation=isolation, storage_options=storage_options, sink=sink
+        checkpoint,
+        kafka,
+        isolation=isolation,
+        storage_options=storage_options,
+        sink=sink,
+        runway=runway_warn_s is not None,
+        runway_warn_s=runway_warn_s,
     )
-    if not report.needs_action:
+    _warn_runway(checkpoint, report)
+    if not report.needs_repair:
         with checkpoint_lock(checkpoint, storage_options, command="prestart gate"):
             record_topic_ids(open_checkpoint(checkpoint, storage_options), report.topic_ids, "prestart gate")
         return report
-    text = f"{checkpoint}: the query would not restart cleanly:\n{findings_text(report.findings)}"
+    repair = [f for f in report.findings if f.needs_repair]
+    text = f"{checkpoint}: the query would not restart cleanly:\n{findings_text(repair or report.findings)}"
     if mode is GateMode.WARN:
         log.warning("%s", text)
         return report
@@ -66,13 +84,34 @@ def prestart_gate(
     plan = plan_repair(
         checkpoint, kafka, strategy, policy, isolation=isolation, storage_options=storage_options, sink=sink
     )
-    # The job is about to start, so the checkpoint is not in use: no in-use check.
+    # The job is about to start its query, so file ages say nothing (a restart after a crash finds
+    # fresh batch files); a fresh running heartbeat, though, is another instance of this job
+    # (submitted twice): active_within_s=0 makes the in-use check the heartbeat's alone.
     applied = apply(
-        plan, kafka, storage_options=storage_options, force=True, sink=sink, recorded_by="prestart gate"
+        plan,
+        kafka,
+        storage_options=storage_options,
+        active_within_s=0.0,
+        sink=sink,
+        recorded_by="prestart gate",
     )
     moves = "\n".join(describe_move(m) for m in applied.plan.moves)
     backup = applied.backup.id if applied.backup else "none"
     log.warning("%s: repaired (backup %s):\n%s", checkpoint, backup, moves)
     return validate_checkpoint(
-        checkpoint, kafka, isolation=isolation, storage_options=storage_options, sink=sink
+        checkpoint,
+        kafka,
+        isolation=isolation,
+        storage_options=storage_options,
+        sink=sink,
+        runway=runway_warn_s is not None,
+        runway_warn_s=runway_warn_s,
     )
+
+
+def _warn_runway(checkpoint: str, report: Report) -> None:
+    """AT_RISK partitions: a warning only; starting the query is what reads those records in time."""
+    risky = report.at_risk
+    if risky:
+        lines = "\n".join(f"{f.tp}: {f.detail}" for f in risky)
+        log.warning("%s: retention may delete records the query has not read yet:\n%s", checkpoint, lines)

@@ -174,6 +174,7 @@ class Verdict(StrEnum):
     # a stored end below its start, or a record below the position newer than the batch that read it
     OPEN_TRANSACTION = "OPEN_TRANSACTION"  # read_committed: position past the LSO, within the HWM
     TRANSIENT = "TRANSIENT"  # offsets could not be read now; retry before deciding anything
+    AT_RISK = "AT_RISK"  # restarts cleanly, but retention may delete unread records within --runway-warn
 
 
 # Spark's error condition on restart, with failOnDataLoss=true (the default). Observed on the rig for
@@ -241,9 +242,35 @@ class ClusterView:
     # source's position (``SourcePosition.start_read_by_ms``); the log end when no record is that
     # new; absent: not looked up
     newer_than_read: Mapping[tuple[str, TopicPartition], int] = field(default_factory=dict)
+    # message.timestamp.type (CreateTime | LogAppendTime) of the topics whose timestamps tell of
+    # recreation: whose clock the evidence is (looked up only for those topics)
+    timestamp_types: Mapping[str, str] = field(default_factory=dict)
 
     def topics(self) -> frozenset[str]:
         return frozenset(tp.topic for tp in self.partitions) | frozenset(tp.topic for tp in self.unavailable)
+
+
+@dataclass(frozen=True)
+class Runway:
+    """How long until retention may delete records a query has not read (:mod:`recovery.runway`).
+
+    ``earliest_delete_ms``: the earliest time the broker may delete the record at the position
+    (its timestamp + ``retention.ms``; None: not by time: compacted, infinite retention, nothing
+    unread, or not known, as ``reason`` says). ``oldest_unread_ms``: the timestamp of the record at
+    the position (the query's lag in time is now minus it; None: nothing unread or not read).
+    """
+
+    earliest_delete_ms: int | None
+    oldest_unread_ms: int | None
+    reason: str  # "retention.ms=604800000", "compacted", "infinite retention", "nothing unread", ...
+
+    def left_ms(self, now_ms: int) -> int | None:
+        """Milliseconds until the earliest delete (negative: deletable now); None: no time limit known."""
+        return None if self.earliest_delete_ms is None else self.earliest_delete_ms - now_ms
+
+    def age_ms(self, now_ms: int) -> int | None:
+        """How old the oldest unread record is (the lag in time); None: nothing unread or not known."""
+        return None if self.oldest_unread_ms is None else now_ms - self.oldest_unread_ms
 
 
 @dataclass(frozen=True)
@@ -268,13 +295,21 @@ class Finding:
     # read_committed: losses counted in offsets include aborted records and transaction markers
     upper_bound: bool = False
     notes: tuple[str, ...] = ()  # what the outcome depends on, what cannot be told
+    runway: Runway | None = None  # retention runway (validate only; None: not looked up)
 
     @property
     def needs_action(self) -> bool:
+        """Spark would fail or the partition needs a decision; AT_RISK too (start the query soon)."""
         return self.spark_error is not None or self.verdict in (
             Verdict.TOPIC_RECREATED,
             Verdict.OPEN_TRANSACTION,
+            Verdict.AT_RISK,
         )
+
+    @property
+    def needs_repair(self) -> bool:
+        """Needs action that starting the query does not cure (AT_RISK is cured by starting it)."""
+        return self.needs_action and self.verdict is not Verdict.AT_RISK
 
 
 class StrategyKind(StrEnum):

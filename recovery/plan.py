@@ -164,6 +164,11 @@ def _describe_outcome(f: Finding) -> str:
 def _assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
     findings: list[Finding] = []
     existing = cluster.topics()
+    # Each topic's partitions, counted once (linear in partitions, not quadratic: 100,000 of them).
+    by_topic: dict[str, list[TopicPartition]] = {}
+    for t in cluster.partitions:
+        by_topic.setdefault(t.topic, []).append(t)
+    counts = {topic: len(tps) for topic, tps in by_topic.items()}
     for source in view.sources:
         known = set(source.start) | set(source.end or {})
         # Kafka never removes partitions: a topic with fewer partitions than the checkpoint knows
@@ -173,12 +178,17 @@ def _assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
             for tp in known
             if tp.topic in existing and tp not in cluster.partitions and tp not in cluster.unavailable
         }
-        for tp in sorted(known):
-            findings.append(_judge(source, tp, view, cluster, existing, shrunk))
+        for tp in sorted(known, key=_tp_key):
+            findings.append(_judge(source, tp, view, cluster, existing, shrunk, counts))
         for topic in sorted({tp.topic for tp in known} & existing):
-            for tp in sorted(t for t in cluster.partitions if t.topic == topic and t not in known):
+            added = (t for t in by_topic.get(topic, ()) if t not in known)
+            for tp in sorted(added, key=_tp_key):
                 findings.append(_new_partition(source, tp, cluster.partitions[tp]))
     return tuple(findings)
+
+
+def _tp_key(tp: TopicPartition) -> tuple[str, int]:
+    return (tp.topic, tp.partition)  # compares in C; the dataclass's ``<`` runs Python
 
 
 def _judge(
@@ -188,6 +198,7 @@ def _judge(
     cluster: ClusterView,
     existing: frozenset[str],
     shrunk: set[str],
+    counts: Mapping[str, int],
 ) -> Finding:
     position = source.start.get(tp)
     batch_end = (source.end or {}).get(tp)
@@ -208,7 +219,7 @@ def _judge(
             detail="offsets not available now (leader change?); retry before deciding",
         )
     available = cluster.partitions.get(tp)
-    count = sum(1 for t in cluster.partitions if t.topic == tp.topic)
+    count = counts.get(tp.topic, 0)
     if available is None:
         return replace(
             base,
@@ -220,6 +231,7 @@ def _judge(
         )
     if position is None:  # only in the stored end of a re-run batch: Spark treats it as added
         return _new_partition(source, tp, available, batch_end=batch_end)
+    base = Finding(source.source_id, tp, Verdict.OK, position, batch_end, available=available)
 
     rerun = view.rerun and source.end is not None
     if rerun and tp not in (source.end or {}):
@@ -233,16 +245,20 @@ def _judge(
         )
     if rerun and batch_end == position:
         rerun = False  # an empty range: nothing is read, batch N+1 runs from here as after a commit
-    evidence = _recreation_evidence(source, tp, position, batch_end if rerun else None, view, cluster, shrunk)
+    evidence, by_time = _recreation_evidence(
+        source, tp, position, batch_end if rerun else None, view, cluster, shrunk, counts
+    )
     f = _range_and_read(base, available, position, batch_end if rerun else None, view, cluster)
     if evidence:
         skipped = f.silently_skipped
         if f.spark_error is None and available.start <= position <= available.end:
             skipped = position - available.start  # the new topic's records below the position
+        clock = _clock_note(cluster, tp.topic) if by_time else None
         f = replace(
             f,
             verdict=Verdict.TOPIC_RECREATED,
             silently_skipped=skipped,
+            notes=(*f.notes, clock) if clock else f.notes,
             detail=f"{evidence}; the old topic's unread records are lost (their number cannot be known)"
             + (
                 f"; Spark would silently skip the new topic's {skipped} records below {position}"
@@ -264,7 +280,7 @@ def _judge(
             ),
         )
     upper = cluster.isolation is Isolation.READ_COMMITTED and bool(f.records_lost or f.silently_skipped)
-    return replace(f, upper_bound=upper)
+    return replace(f, upper_bound=upper) if upper != f.upper_bound else f
 
 
 def _recreation_evidence(
@@ -275,30 +291,66 @@ def _recreation_evidence(
     view: CheckpointView,
     cluster: ClusterView,
     shrunk: set[str],
-) -> str:
-    """Why the partition's records are not the ones the checkpoint was reading ("" when nothing says so)."""
+    counts: Mapping[str, int],
+) -> tuple[str, bool]:
+    """Why the partition's records are not the ones the checkpoint was reading ("" when nothing says so),
+    and whether that rests on record timestamps."""
     recorded, current = view.recorded_topic_ids.get(tp.topic), cluster.topic_ids.get(tp.topic)
     if recorded is not None and current is not None and recorded != current:
-        return f"topic id changed from {recorded} to {current}: the topic was recreated"
+        return f"topic id changed from {recorded} to {current}: the topic was recreated", False
     if tp.topic in shrunk:
-        count = sum(1 for t in cluster.partitions if t.topic == tp.topic)
+        count = counts.get(tp.topic, 0)
         return (
             f"topic {tp.topic} has {count} partitions, fewer than the checkpoint knows: Kafka never "
             "removes partitions, so it was deleted and recreated"
-        )
+        ), False
     available = cluster.partitions[tp]
     if batch_end is not None and batch_end < position <= available.end:
         return (
             f"the stored end {batch_end} of batch {view.batch_id} is below its start {position}, yet the "
             f"log now reaches {available.end}: the log was rewritten"
-        )
+        ), False
     newer = cluster.newer_than_read.get((source.source_id, tp))
     if newer is not None and available.start <= newer < min(position, available.end):
+        kind = timestamp_type(cluster, tp.topic)
         return (
-            f"record {newer}, below the position {position}, is newer than the batch that read up to "
-            f"the position ({source.start_read_by_ms} ms): the topic was rewritten after it was read"
-        )
-    return ""
+            f"record {newer}, below the position {position}, is newer by its {kind or 'timestamp'} than "
+            f"the batch that read up to the position ({source.start_read_by_ms} ms): the topic was "
+            "rewritten after it was read"
+        ), True
+    return "", False
+
+
+def timestamp_type(cluster: ClusterView, topic: str) -> str | None:
+    """The topic's ``message.timestamp.type`` when it was looked up (only for topics with timestamp
+    evidence), else None."""
+    return cluster.timestamp_types.get(topic)
+
+
+def _clock_note(cluster: ClusterView, topic: str) -> str | None:
+    """What timestamp evidence of recreation rests on, when it is not the broker's clock.
+
+    Kafka's topic config ``message.timestamp.type``
+    (https://kafka.apache.org/documentation/#topicconfigs_message.timestamp.type): with
+    ``LogAppendTime`` the broker stamps each batch when it appends it, so a record newer than the
+    batch that read past it was appended after that read: the log was rewritten. With
+    ``CreateTime`` (the default) the timestamp is the producer's: a producer clock running fast by
+    more than the clock-skew allowance gives the same picture on a healthy topic. The verdict
+    stays (tests/integration/test_spark_shapes.py: a recreated CreateTime topic is told this way
+    and Spark does skip its records); the note says what it rests on."""
+    kind = timestamp_type(cluster, topic)
+    if kind == "LogAppendTime":
+        return None
+    told = (
+        "the records' CreateTime (the producer's clock)"
+        if kind == "CreateTime"
+        else "the records' timestamps (the producer's clock, unless the topic sets LogAppendTime)"
+    )
+    return (
+        f"topic ids never recorded for {topic}: the evidence of recreation is {told}; a producer "
+        "clock running fast would look the same. Check the topic's id (kafka-topics --describe) or "
+        "its creation time before repairing"
+    )
 
 
 def _range_and_read(
@@ -311,20 +363,28 @@ def _range_and_read(
 ) -> Finding:
     """Steps 3 and 4 of the model for one partition Spark knows: ``batch_end`` is the stored end of
     a re-run batch, None when a new batch runs up to the latest offset (the log end here)."""
-    f = replace(base, available=available)
+    f = base if base.available is available else replace(base, available=available)
     until = available.end if batch_end is None else batch_end
     hwm = cluster.high_watermarks.get(base.tp)
     open_txn = cluster.isolation is Isolation.READ_COMMITTED and hwm is not None
     open_txn = open_txn and available.end < position <= (hwm or 0)
     if until < position:  # step 3: PARTITION_OFFSET_CHANGED; with failOnDataLoss=false dropped
-        if open_txn and batch_end is None:
+        if open_txn:
+            # Also after Spark failed once on it: the re-run batch's stored end is the LSO it read
+            # then (<= the LSO now); failOnDataLoss=false drops the range and goes on from there,
+            # re-reading, skipping nothing.
+            again = (
+                f" (Spark already failed on batch {view.batch_id} once: its stored end is {batch_end})"
+                if batch_end is not None
+                else ""
+            )
             return replace(
                 f,
                 verdict=Verdict.OPEN_TRANSACTION,
                 spark_error=OFFSET_CHANGED,
                 detail=(
                     f"position {position} is past the last stable offset {available.end} but within the "
-                    f"high watermark {hwm}: a transaction is open. Wait for it to end or abort it "
+                    f"high watermark {hwm}: a transaction is open{again}. Wait for it to end or abort it "
                     f"(kafka-transactions.sh); moving back to {available.end} re-reads up to "
                     f"{position - available.end} records, it skips none"
                 ),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from recovery.checkpoint.restart import Issue, Level
 from recovery.errors import ExitCode
-from recovery.model import Finding, Isolation, Plan, StartingOffset, TopicPartition, Verdict
+from recovery.model import Finding, Isolation, Plan, Runway, StartingOffset, TopicPartition, Verdict
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,30 @@ class Report:
     issues: tuple[Issue, ...] = ()
     topic_ids: Mapping[str, str] = field(default_factory=dict)  # as the cluster reported them now
     sink_warning: str | None = None  # a Delta sink (``sink=``) that would skip batches of this query
+    runway_at_ms: int | None = None  # when the findings' runways were judged (None: not looked up)
+    runway_warn_s: float | None = None  # the AT_RISK threshold they were judged with (None: none)
 
     @property
     def needs_action(self) -> bool:
+        """Something to do before (or by) restarting: a repair, or starting the query soon (AT_RISK)."""
         return (
             any(f.needs_action for f in self.findings)
             or any(i.level is Level.ERROR for i in self.issues)
             or self.sink_warning is not None
         )
+
+    @property
+    def needs_repair(self) -> bool:
+        """Needs action that starting the query does not cure (everything but AT_RISK)."""
+        return (
+            any(f.needs_repair for f in self.findings)
+            or any(i.level is Level.ERROR for i in self.issues)
+            or self.sink_warning is not None
+        )
+
+    @property
+    def at_risk(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.verdict is Verdict.AT_RISK)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -104,6 +120,15 @@ class PartitionLag:
     verdict: Verdict
     records_lost: int = 0
     upper_bound: bool = False  # read_committed: the loss is counted in offsets
+    runway: Runway | None = None  # retention runway of the unread records (None: not looked up)
+    at_ms: int | None = None  # when the runway was judged
+
+    @property
+    def runway_s(self) -> float | None:
+        """Seconds (at ``at_ms``) until retention may delete unread records; negative: it may now;
+        None: no time limit (compacted, infinite retention, nothing unread) or not known."""
+        left = self.runway.left_ms(self.at_ms) if self.runway and self.at_ms is not None else None
+        return None if left is None else left / 1000
 
     @property
     def lag(self) -> int | None:

@@ -13,14 +13,13 @@ from dataclasses import replace
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
 from recovery.errors import InvalidInput
-from recovery.kafka.cluster import cluster_view, time_targets
+from recovery.kafka.cluster import cluster_with_times
 from recovery.kafka.config import KafkaConfig
 from recovery.model import (
     CheckpointFile,
     CheckpointView,
     ClusterView,
     Isolation,
-    NoMatch,
     SinkFacts,
     SourcePosition,
     TopicPartition,
@@ -97,34 +96,45 @@ def sink_facts(view: CheckpointView, sink: str | None, storage_options: object =
 def cluster_for(
     kafka: KafkaConfig, view: CheckpointView, isolation: Isolation = Isolation.READ_UNCOMMITTED
 ) -> ClusterView:
-    """What the planning core needs from Kafka to judge ``view``: the log ranges (through
-    :func:`recovery.kafka.cluster.cluster_view`), under read_committed also the high watermarks (an
-    open transaction), and, for topics whose ids were never recorded, the recreation evidence: the
-    first offset whose record is newer than the batch that read up to the position
-    (``ListOffsets`` by time, at ``batchTimestampMs + 1``)."""
-    topics = checkpoint_topics(view)
-    cluster = replace(cluster_view(kafka, topics, isolation), isolation=isolation)
-    if isolation is Isolation.READ_COMMITTED:
-        raw = cluster_view(kafka, topics, Isolation.READ_UNCOMMITTED)
-        cluster = replace(cluster, high_watermarks={tp: r.end for tp, r in raw.partitions.items()})
+    """What the planning core needs from Kafka to judge ``view``: the log ranges, under
+    read_committed also the high watermarks (an open transaction), and, for topics whose ids were
+    never recorded, the recreation evidence: the first offset whose record is newer than the batch
+    that read up to the position (``ListOffsets`` by time, at ``batchTimestampMs`` plus the
+    clock-skew allowance). All of it in one round (:func:`recovery.kafka.cluster.cluster_with_times`):
+    one Metadata request, then the ListOffsets requests of every lookup sent together."""
+    times: dict[int, set[TopicPartition]] = {}
+    for source in view.sources:
+        if source.start_read_by_ms is not None:
+            # asked for every such partition: which of them matter (log start below the position)
+            # is known only from the same answers, and an extra partition costs nothing here
+            unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
+            times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set()).update(unrecorded)
+    cluster, found = cluster_with_times(kafka, checkpoint_topics(view), isolation, times)
+    cluster = replace(cluster, isolation=isolation)
+    # Where no record is that new: the high watermark (not below the log end): no evidence.
+    ends = cluster.high_watermarks or {tp: r.end for tp, r in cluster.partitions.items()}
     newer: dict[tuple[str, TopicPartition], int] = {}
+    told: set[str] = set()
     for source in view.sources:
         if source.start_read_by_ms is None:
             continue
-        wanted = [
-            tp
-            for tp, position in source.start.items()
-            if tp.topic not in view.recorded_topic_ids
-            and tp in cluster.partitions
-            and cluster.partitions[tp].start < position
-        ]
-        if not wanted:
-            continue
-        # no record that new: the high watermark, which is not below the log end: no evidence
-        after = source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS
-        found = time_targets(kafka, wanted, after, NoMatch.LATEST, Isolation.READ_UNCOMMITTED)
-        newer.update({(source.source_id, tp): offset for tp, offset in found.items()})
-    return replace(cluster, newer_than_read=newer)
+        at = found.get(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, {})
+        for tp, position in source.start.items():
+            available = cluster.partitions.get(tp)
+            if tp.topic in view.recorded_topic_ids or available is None or available.start >= position:
+                continue
+            offset = at.get(tp)
+            newer[(source.source_id, tp)] = ends[tp] if offset is None else offset
+            if offset is not None and offset < min(position, available.end):
+                told.add(tp.topic)  # a record below the position newer than the batch: evidence
+    cluster = replace(cluster, newer_than_read=newer)
+    # Only where a timestamp tells of recreation, whose clock it is (one DescribeConfigs request):
+    # the broker's (LogAppendTime) or the producer's (CreateTime), which the finding then names.
+    if told:
+        from recovery.kafka.admin import admin_for
+
+        cluster = replace(cluster, timestamp_types=admin_for(kafka).timestamp_types(told))
+    return cluster
 
 
 def checkpoint_topics(view: CheckpointView) -> set[str]:

@@ -3,7 +3,8 @@
 Spark ignores ``_recovery/``. A topic deleted and recreated gets a new id (KIP-516) while its offsets
 may still look in range, so remembering the ids seen when the checkpoint was known to be healthy
 (by ``repair --execute`` and the pre-start gate) lets a later ``validate`` tell the new topic from the
-old one.
+old one. Ids are kept in Kafka's own text form (URL-safe base64, as kafka-topics.sh prints them);
+a record in confluent_kafka's standard base64 (written by earlier versions) is read as the same ids.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from collections.abc import Mapping
 
 from recovery.checkpoint import Checkpoint, Issue, Level
+from recovery.kafka.values import kafka_topic_id
 
 TOPIC_IDS_FILE = "_recovery/topic-ids.json"
 
@@ -27,7 +29,9 @@ def read_topic_ids(chk: Checkpoint) -> tuple[dict[str, str], tuple[Issue, ...]]:
     if data is None:
         return {}, ()
     try:
-        return {str(k): str(v) for k, v in json.loads(data)["topic_ids"].items()}, ()
+        recorded = json.loads(data)["topic_ids"]
+        # Kafka's text form; a record written before ids were printed that way is read the same
+        return {str(k): kafka_topic_id(str(v)) for k, v in recorded.items()}, ()
     except (ValueError, KeyError, TypeError, AttributeError):
         message = (
             f"{chk.store.display(TOPIC_IDS_FILE)} is unreadable: recreated topics cannot be detected "

@@ -191,6 +191,24 @@ def test_a_record_below_the_position_newer_than_the_batch_means_the_topic_was_re
     assert f.needs_action
 
 
+def test_timestamp_evidence_says_whose_clock_it_is() -> None:
+    """CreateTime is the producer's clock (a fast one looks the same): the verdict stays, a note says
+    what it rests on; LogAppendTime is the broker's: no note. Not looked up: the note hedges."""
+    newer = {("0", P[0]): 0}
+    (unknown,) = assess(committed(0, 100), cluster((0, 150), newer_than_read=newer))
+    assert unknown.verdict is Verdict.TOPIC_RECREATED
+    assert "producer's clock, unless the topic sets LogAppendTime" in " ".join(unknown.notes)
+    assert "topic ids never recorded for orders" in unknown.notes[-1]
+    create = cluster((0, 150), newer_than_read=newer, timestamp_types={T: "CreateTime"})
+    (f,) = assess(committed(0, 100), create)
+    assert f.verdict is Verdict.TOPIC_RECREATED and "newer by its CreateTime" in f.detail
+    assert "the records' CreateTime (the producer's clock)" in f.notes[-1]
+    broker = cluster((0, 150), newer_than_read=newer, timestamp_types={T: "LogAppendTime"})
+    (g,) = assess(committed(0, 100), broker)
+    assert g.verdict is Verdict.TOPIC_RECREATED and "newer by its LogAppendTime" in g.detail
+    assert g.notes == ()
+
+
 def test_records_newer_than_the_batch_above_the_position_are_normal() -> None:
     (f,) = assess(committed(0, 100), cluster((0, 150), newer_than_read={("0", P[0]): 100}))
     assert (f.verdict, f.notes) == (Verdict.OK, ())

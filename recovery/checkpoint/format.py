@@ -18,6 +18,7 @@ the file's path and says what is wrong, e.g. ``/x/chk/offsets/17: line 3 is not 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -40,6 +41,8 @@ INT_MAX = 2**31 - 1
 # StreamExecution: ``val id: UUID = UUID.fromString(streamMetadata.id)``. Spark writes the canonical
 # form (UUID.randomUUID().toString); the lenient spellings java.util.UUID also takes are refused.
 _HEX = frozenset("0123456789abcdefABCDEF")
+# topic -> partition -> TopicPartition: what the parsers share between the files of one checkpoint.
+Partitions = dict[str, dict[int, TopicPartition]]
 
 
 def is_uuid(text: str) -> bool:
@@ -221,11 +224,13 @@ def _reject_constant(name: str) -> Any:
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
+    out = dict(pairs)  # one C call; the key-by-key search only when the sizes say a key repeats
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
     return out
 
 
@@ -272,32 +277,41 @@ def _respell(old_text: str, new_json: str) -> str:
 # -- Kafka / Delta / opaque source offsets -----------------------------------------------------------
 
 
+# Partition keys joined by commas: one regex match per topic instead of a Python call per partition
+# (a checkpoint can hold 100,000 partitions and more).
+_PARTITION_KEYS = re.compile(r"-?[0-9]+(?:,-?[0-9]+)*")
+
+
 def _looks_like_kafka(value: Any) -> bool:
     # {"topic":{"0":n,...},...}: JsonUtils.partitionOffsets. An empty map ({}) cannot be told apart
     # from other sources and stays opaque.
     return (
         isinstance(value, dict)
         and bool(value)
-        and all(
-            isinstance(parts, dict) and parts and all(_is_partition_key(k) for k in parts)
-            for parts in value.values()
-        )
+        and all(isinstance(parts, dict) and parts and _partition_keys(parts) for parts in value.values())
     )
 
 
-def _is_partition_key(key: str) -> bool:
-    digits = key[1:] if key.startswith("-") else key
-    return digits.isascii() and digits.isdigit()
+def _partition_keys(parts: dict[str, Any]) -> bool:
+    """Every key ``-?[0-9]+`` (a key holding a comma would add a comma: the count catches it)."""
+    joined = ",".join(parts)
+    return joined.count(",") == len(parts) - 1 and _PARTITION_KEYS.fullmatch(joined) is not None
 
 
-def _kafka_from_value(value: dict[str, dict[str, Any]], path: str, where: str) -> KafkaOffsets:
+def _kafka_from_value(
+    value: dict[str, dict[str, Any]], path: str, where: str, known: Partitions | None = None
+) -> KafkaOffsets:
     # KafkaSourceOffset(str) = JsonUtils.partitionOffsets: Jackson reads Map[String, Map[Int, Long]]
     # (connector/kafka-0-10-sql/.../JsonUtils.scala). Spark only ever writes concrete positions
     # (KafkaOffsetReaderAdmin resolves -1/-2 before anything is logged), so an offset must be a JSON
     # integer in [0, 2^63); Jackson's coercions of floats or strings are not accepted here.
     out: list[tuple[TopicPartition, int]] = []
     for topic, parts in value.items():
-        for key, offset in parts.items():
+        numbers = _plain_numbers(parts)
+        if numbers is not None:  # the common case, checked in bulk (C loops, no per-item calls)
+            out.extend(zip(_topic_partitions(topic, numbers, known), parts.values(), strict=True))
+            continue
+        for key, offset in parts.items():  # something is wrong: find it and name it
             if int(key) > INT_MAX:
                 raise _fail(path, f"{where}: partition {key} of {topic!r} is out of range (> 2^31-1)")
             tp = TopicPartition(topic, int(key))
@@ -313,12 +327,40 @@ def _kafka_from_value(value: dict[str, dict[str, Any]], path: str, where: str) -
     return KafkaOffsets(tuple(out))
 
 
-def parse_kafka_offsets(text: str, *, path: str = "<kafka offsets>", where: str = "offsets") -> KafkaOffsets:
-    """Parse ``{"topic":{"partition":offset}}`` (any key order, whitespace tolerated)."""
+def _plain_numbers(parts: dict[str, Any]) -> list[int] | None:
+    """The partition numbers when every key is one in [0, 2^31) and every offset a JSON integer in
+    [0, 2^63); else None (the caller then finds what is wrong, partition by partition)."""
+    offsets = parts.values()
+    if not parts or not all(type(o) is int for o in offsets):  # bool is not int here: type() is exact
+        return None
+    numbers = list(map(int, parts))
+    plain = min(numbers) >= 0 and max(numbers) <= INT_MAX and min(offsets) >= 0 and max(offsets) <= LONG_MAX
+    return numbers if plain else None
+
+
+def _topic_partitions(topic: str, numbers: list[int], known: Partitions | None) -> list[TopicPartition]:
+    """``TopicPartition(topic, n)`` for each number, shared with earlier files through ``known``: a
+    checkpoint's files name the same partitions, and 100,000 of them cost time and memory once."""
+    if known is None:
+        return list(map(TopicPartition, [topic] * len(numbers), numbers))
+    table = known.setdefault(topic, {})
+    found = list(map(table.get, numbers))
+    if not all(found):  # C loop: a TopicPartition is always true
+        for i, tp in enumerate(found):
+            if tp is None:
+                found[i] = table[numbers[i]] = TopicPartition(topic, numbers[i])
+    return found  # type: ignore[return-value]  # no None left
+
+
+def parse_kafka_offsets(
+    text: str, *, path: str = "<kafka offsets>", where: str = "offsets", known: Partitions | None = None
+) -> KafkaOffsets:
+    """Parse ``{"topic":{"partition":offset}}`` (any key order, whitespace tolerated); ``known``
+    (optional, filled in) shares TopicPartition values between the files of one checkpoint."""
     value = _json(text.strip(), path, where)
     if not _looks_like_kafka(value):
         raise _fail(path, f'{where} is not a Kafka offset map ({{"topic":{{"partition":offset}}}})')
-    return _kafka_from_value(value, path, where)
+    return _kafka_from_value(value, path, where, known)
 
 
 _DELTA_FIELDS: dict[str, Callable[[Any], bool]] = {
@@ -343,7 +385,9 @@ def _delta_from_value(value: dict[str, Any], path: str, where: str) -> DeltaSour
     )
 
 
-def parse_source_offset(source_id: str, text: str | None, *, path: str, where: str) -> SourceOffset:
+def parse_source_offset(
+    source_id: str, text: str | None, *, path: str, where: str, known: Partitions | None = None
+) -> SourceOffset:
     """Classify and parse one source's offset text (``None`` = no offset, ``-`` in the file)."""
     if text is None:
         return SourceOffset(source_id, None, None)
@@ -353,7 +397,9 @@ def parse_source_offset(source_id: str, text: str | None, *, path: str, where: s
     # Offset.json() is JSON by contract for every source (rate: a number, file: {"logOffset":n}).
     value = _json(stripped, path, where)
     if _looks_like_kafka(value):
-        return SourceOffset(source_id, text, SourceKind.KAFKA, kafka=_kafka_from_value(value, path, where))
+        return SourceOffset(
+            source_id, text, SourceKind.KAFKA, kafka=_kafka_from_value(value, path, where, known)
+        )
     if isinstance(value, dict) and "reservoirId" in value and "reservoirVersion" in value:
         return SourceOffset(source_id, text, SourceKind.DELTA, delta=_delta_from_value(value, path, where))
     return SourceOffset(source_id, text, SourceKind.OPAQUE)
@@ -417,7 +463,9 @@ def _parse_offset_metadata(text: str, path: str) -> OffsetSeqMetadata | None:
     )
 
 
-def parse_offset_log(data: bytes, *, batch_id: int, path: str = "offsets") -> OffsetLogEntry:
+def parse_offset_log(
+    data: bytes, *, batch_id: int, path: str = "offsets", known: Partitions | None = None
+) -> OffsetLogEntry:
     """Parse ``offsets/<batch_id>`` (OffsetSeqLog.deserialize, v1 and v2): an empty file is
     "Incomplete log file", the version line is validated untrimmed, line 2 is the metadata
     (``lines.next()``: a missing one fails), every further line one source's offset or ``-``.
@@ -445,7 +493,7 @@ def parse_offset_log(data: bytes, *, batch_id: int, path: str = "offsets") -> Of
             raise _fail(path, f"{where} is empty")
         offset_text = None if raw.strip() == VOID_OFFSET else raw
         # v2 lines come in Scala Map order, not sorted: the file's order is kept.
-        sources.append(parse_source_offset(source_id, offset_text, path=path, where=where))
+        sources.append(parse_source_offset(source_id, offset_text, path=path, where=where, known=known))
     if not sources:
         raise _fail(path, "line 3: missing (no source offsets; truncated?)")
     return OffsetLogEntry(
@@ -557,7 +605,9 @@ def is_kafka_initial_offsets(data: bytes) -> bool:
     return True
 
 
-def parse_initial_offsets(data: bytes, *, path: str = "sources/0/0") -> InitialOffsets:
+def parse_initial_offsets(
+    data: bytes, *, path: str = "sources/0/0", known: Partitions | None = None
+) -> InitialOffsets:
     """Parse a Kafka initial-offset file the way KafkaSourceInitialOffsetWriter.deserialize does:
     skip the first byte; ``v1`` + LF + JSON, or (Spark 2.1.0) the JSON itself."""
     if not data:
@@ -575,7 +625,7 @@ def parse_initial_offsets(data: bytes, *, path: str = "sources/0/0") -> InitialO
         json_text = content[newline + 1 :]
     else:
         version_text, json_text = None, content
-    kafka = parse_kafka_offsets(json_text, path=path, where="initial offsets")
+    kafka = parse_kafka_offsets(json_text, path=path, where="initial offsets", known=known)
     return InitialOffsets(lead, version_text, json_text, kafka)
 
 

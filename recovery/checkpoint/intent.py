@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 RECOVERY_DIR = "_recovery"
 INTENT_FILE = f"{RECOVERY_DIR}/intent.json"
 INTENT_FORMAT = 1
+# What the last writing command changed, and when it finished: its own rewrites of batch files are
+# no sign of a running query (recovery.heartbeat.refuse_if_in_use).
+LAST_WRITE_FILE = f"{RECOVERY_DIR}/last-write.json"
 
 
 class Phase(StrEnum):
@@ -142,8 +145,10 @@ class Lock:
 
     def done(self) -> None:
         """The command finished or rolled itself back: no record is left (nor an empty
-        ``_recovery/`` made only for it)."""
+        ``_recovery/`` made only for it); if it changed files, :data:`LAST_WRITE_FILE` says which."""
         if self.intent is not None:
+            if self.intent.phase is Phase.WRITE:
+                record_last_write(self.store, self.holder.command, self.intent.files)
             self.store.remove(INTENT_FILE)
             self.intent = None
             if self.store.is_local:
@@ -232,6 +237,45 @@ def _parse_intent(data: bytes, where: str) -> Intent:
 def read_intent(store: Store) -> Intent | None:
     data = store.read(INTENT_FILE)
     return None if data is None else _parse_intent(data, store.display(INTENT_FILE))
+
+
+@dataclass(frozen=True)
+class LastWrite:
+    """The files the toolkit's last writing command changed, and when it finished (epoch ms)."""
+
+    command: str
+    finished_ms: int
+    files: frozenset[str]
+
+
+def record_last_write(store: Store, command: str, files: tuple[str, ...]) -> None:
+    """Write :data:`LAST_WRITE_FILE`: ``command`` has just changed ``files``.
+
+    Advisory, so it never fails the command: it is written after the change is complete and
+    before the intent record goes, and a failure there must not leave an intent record that makes
+    the next command roll back a finished write. Without it the in-use check is only more cautious.
+    """
+    record = {"command": command, "finished_ms": int(time.time() * 1000), "files": list(files)}
+    try:
+        store.write_atomic(LAST_WRITE_FILE, json.dumps(record, indent=2).encode("utf-8"))
+    except Exception as exc:
+        log.warning("%s: not written (%s); the write itself is complete", store.display(LAST_WRITE_FILE), exc)
+
+
+def read_last_write(store: Store) -> LastWrite | None:
+    """The :data:`LAST_WRITE_FILE` record; None when there is none or it is malformed (logged)."""
+    try:
+        data = store.read(LAST_WRITE_FILE)
+        if data is None:
+            return None
+        v = json.loads(data)
+        finished = v["finished_ms"]
+        if isinstance(finished, bool) or not isinstance(finished, int):
+            raise ValueError("finished_ms is not an integer")
+        return LastWrite(str(v["command"]), finished, frozenset(str(f) for f in v["files"]))
+    except (CheckpointFormatError, ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: ignoring it (%s)", store.display(LAST_WRITE_FILE), exc)
+        return None
 
 
 def read_interrupted(store: Store) -> Interrupted | None:
@@ -376,6 +420,8 @@ def _take_over_leftover(store: Store, *, take_over: bool, flocked: bool) -> Inte
     from recovery.checkpoint.rewrite import roll_back_intent
 
     roll_back_intent(store, intent)
+    if intent.phase is Phase.WRITE:  # the rolled-back files are fresh, but no query wrote them
+        record_last_write(store, f"rollback of {intent.holder.command}", intent.files)
     store.remove(INTENT_FILE)
     log.warning(
         "%s: %s was interrupted; rolled back what it had changed%s. Taking over.",

@@ -14,12 +14,11 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from recovery.errors import ConfigError
+from recovery.errors import ConfigError, mask_credentials
 
 _SECRET_WORDS = ("secret", "password", "passwd", "token", "credential", "key", "sas", "signature", "auth")
 # Keys fsspec itself takes on every file system (AbstractFileSystem / caching).
@@ -33,7 +32,6 @@ _COMMON = {
 }
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 
 
 def is_secret_key(key: str) -> bool:
@@ -44,7 +42,7 @@ def is_secret_key(key: str) -> bool:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with credentials in URLs (``scheme://user:pass@``) and each of ``secrets`` masked."""
-    out = _URL_USERINFO.sub(lambda m: f"{m['scheme']}***@", text)
+    out = mask_credentials(text)
     for secret in sorted({s for s in secrets if s and len(s) >= 3}, key=len, reverse=True):
         out = out.replace(secret, "***")
     return out

@@ -27,6 +27,9 @@ from recovery.checkpoint.store import Entry, Store
 from recovery.errors import CheckpointFormatError
 from recovery.model import CheckpointFile
 
+# The directories every command lists anyway; on object stores others are read without a listing.
+_LISTED = frozenset({"offsets", "commits"})
+
 
 class CrcStatus(StrEnum):
     OK = "ok"  # the .crc side file matches
@@ -48,11 +51,22 @@ class Checkpoint:
     """An open checkpoint. Values it returns are frozen; the handle itself caches what it read."""
 
     def __init__(self, store: Store, *, verify_crc: bool = True) -> None:
-        self.store = store
+        self.store = store.cached()  # a fresh view: a new Checkpoint reads the store again
         self.verify_crc = verify_crc
         self._listings: dict[str, tuple[Entry, ...]] = {}
+        self._names: dict[str, dict[str, Entry]] = {}
+        self._parsed: dict[str, Any] = {}  # rel -> its parsed value: each file is parsed once
+        self._partitions: fmt.Partitions = {}  # one TopicPartition per partition for all files
         self._bytes: dict[str, bytes | None] = {}
         self._reads: dict[str, FileRead] = {}
+        # Object stores: the metadata GET itself says whether there is a checkpoint; no root LIST.
+        data = None if store.is_local else self.read("metadata")
+        if data is None:
+            data = self._metadata_or_fail()
+        self.metadata = fmt.parse_stream_metadata(data, path=store.display("metadata"))
+
+    def _metadata_or_fail(self) -> bytes:
+        store = self.store
         root = self._list("")
         if not root:
             if not store.exists():
@@ -66,8 +80,9 @@ class Checkpoint:
                 f"{store.display('metadata')}: missing (not a checkpoint directory, or an incomplete one)"
             )
         data = self.read("metadata")
-        assert data is not None
-        self.metadata = fmt.parse_stream_metadata(data, path=store.display("metadata"))
+        if data is None:  # listed a moment ago, gone now
+            raise CheckpointFormatError(f"{store.display('metadata')}: missing")
+        return data
 
     @property
     def location(self) -> str:
@@ -84,18 +99,30 @@ class Checkpoint:
             self._listings[rel] = self.store.list(rel)
         return self._listings[rel]
 
+    def _known(self, rel: str) -> bool:
+        """Whether reading ``rel`` may look at its directory's listing first: always on local paths;
+        on object stores only when the listing is made anyway (``offsets/``, ``commits/``), elsewhere
+        (``metadata``, ``sources/<i>/0``) one GET answers, a 404 meaning absent."""
+        parent = rel.rpartition("/")[0]
+        return self.store.is_local or parent in self._listings or parent.split("/")[0] in _LISTED
+
     def _entry(self, rel: str) -> Entry | None:
         parent, _, name = rel.rpartition("/")
-        return next((e for e in self._list(parent) if e.name == name), None)
+        if parent not in self._names:
+            self._names[parent] = {e.name: e for e in self._list(parent)}
+        return self._names[parent].get(name)
 
     def read(self, rel: str) -> bytes | None:
         """The bytes of ``rel`` (``None`` if absent), checked against its ``.crc`` side file."""
         if rel in self._bytes:
             return self._bytes[rel]
-        entry = self._entry(rel)
-        if entry is not None and entry.is_dir:
-            raise CheckpointFormatError(f"{self.store.display(rel)}: is a directory, expected a file")
-        data = None if entry is None else self.store.read(rel)
+        if self._known(rel):
+            entry = self._entry(rel)
+            if entry is not None and entry.is_dir:
+                raise CheckpointFormatError(f"{self.store.display(rel)}: is a directory, expected a file")
+            data = None if entry is None else self.store.read(rel)
+        else:
+            data = self.store.read(rel)
         self._bytes[rel] = data
         if data is not None:
             self._reads[rel] = FileRead(rel, len(data), self._check_crc(rel, data))
@@ -104,7 +131,7 @@ class Checkpoint:
     def _check_crc(self, rel: str, data: bytes) -> CrcStatus:
         parent, _, name = rel.rpartition("/")
         crc_rel = f"{parent}/{crc_name(name)}" if parent else crc_name(name)
-        if self._entry(crc_rel) is None:
+        if not self._known(crc_rel) or self._entry(crc_rel) is None:
             return CrcStatus.ABSENT if self.store.keeps_crc else CrcStatus.NOT_KEPT
         crc = self.store.read(crc_rel) or b""
         if parse_checksum_file(crc) is None:
@@ -138,17 +165,25 @@ class Checkpoint:
 
     def offsets(self, batch_id: int) -> fmt.OffsetLogEntry:
         rel = str(CheckpointFile.offsets(batch_id))
-        data = self.read(rel)
-        if data is None:
-            raise CheckpointFormatError(f"{self.store.display(rel)}: no such batch file")
-        return fmt.parse_offset_log(data, batch_id=batch_id, path=self.store.display(rel))
+        if rel not in self._parsed:
+            data = self.read(rel)
+            if data is None:
+                raise CheckpointFormatError(f"{self.store.display(rel)}: no such batch file")
+            self._parsed[rel] = fmt.parse_offset_log(
+                data, batch_id=batch_id, path=self.store.display(rel), known=self._partitions
+            )
+        entry: fmt.OffsetLogEntry = self._parsed[rel]
+        return entry
 
     def commit(self, batch_id: int) -> fmt.CommitLogEntry:
         rel = f"commits/{batch_id}"
-        data = self.read(rel)
-        if data is None:
-            raise CheckpointFormatError(f"{self.store.display(rel)}: no such batch file")
-        return fmt.parse_commit_log(data, batch_id=batch_id, path=self.store.display(rel))
+        if rel not in self._parsed:
+            data = self.read(rel)
+            if data is None:
+                raise CheckpointFormatError(f"{self.store.display(rel)}: no such batch file")
+            self._parsed[rel] = fmt.parse_commit_log(data, batch_id=batch_id, path=self.store.display(rel))
+        entry: fmt.CommitLogEntry = self._parsed[rel]
+        return entry
 
     def latest_offsets(self) -> fmt.OffsetLogEntry | None:
         ids = self.offset_batch_ids
@@ -168,12 +203,20 @@ class Checkpoint:
     def initial_offsets(self, source_id: int | str) -> fmt.InitialOffsets | None:
         """The Kafka initial-offset file ``sources/<i>/0``; ``None`` if absent or another source's file."""
         rel = f"sources/{source_id}/0"
-        if self._entry(f"sources/{source_id}") is None:
+        if not self._source_dir(source_id):
             return None
         data = self.read(rel)
         if data is None or not fmt.is_kafka_initial_offsets(data):
             return None
-        return fmt.parse_initial_offsets(data, path=self.store.display(rel))
+        return self._initial(rel, data)
+
+    def _initial(self, rel: str, data: bytes) -> fmt.InitialOffsets:
+        if rel not in self._parsed:
+            self._parsed[rel] = fmt.parse_initial_offsets(
+                data, path=self.store.display(rel), known=self._partitions
+            )
+        initial: fmt.InitialOffsets = self._parsed[rel]
+        return initial
 
     def _log_state(self, min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN) -> RestartState:
         return plan_restart(
@@ -221,7 +264,8 @@ class Checkpoint:
         offsets disagree between N-1 and N, and a ``sources/<i>`` directory for a source the offsets
         do not have.
         """
-        for log_dir in ("offsets", "commits", "sources"):
+        for log_dir in ("offsets", "commits", "sources") if self.store.is_local else ():
+            # (object stores have no directories apart from the objects under them)
             if self._entry(log_dir) is not None and not self.store.is_dir(log_dir):
                 raise CheckpointFormatError(f"{self.store.display(log_dir)}: is not a directory")
         state = self._log_state()
@@ -233,32 +277,45 @@ class Checkpoint:
         ids = self.offset_batch_ids
         entries = [self.offsets(i) for i in ids[-2:] if i >= ids[-1] - 1]
         self.latest_commit()
-        kafka_ids = self._initial_kafka_ids()
+        kafka_ids = self._initial_kafka_ids(entries)
         for entry in reversed(entries):  # the latest first: a message names the file Spark reads first
             self._check_sources(entry, kafka_ids, entries[-1])
         line_sources = {s.source_id for e in entries for s in e.kafka_sources}
         for source_id in sorted(kafka_ids | line_sources):
             self._strict_initial_offsets(source_id)
 
-    def _initial_kafka_ids(self) -> set[str]:
+    def _source_dir(self, source_id: int | str) -> bool:
+        """Whether ``sources/<id>`` may hold files: listed locally; on object stores its ``0`` is
+        read directly (one GET, a 404 meaning absent) rather than listing ``sources/`` first."""
+        return not self.store.is_local or self._entry(f"sources/{source_id}") is not None
+
+    def _source_ids(self, entries: list[fmt.OffsetLogEntry]) -> list[str]:
+        """The source indexes to look at: every numeric ``sources/<i>`` directory (local paths), or,
+        on object stores, the sources of the offset lines read (no LIST of ``sources/``)."""
+        if self.store.is_local:
+            listed = self._list("sources")
+            return [e.name for e in listed if e.is_dir and fmt.is_batch_file_name(e.name)]
+        return sorted(
+            {s.source_id for e in entries for s in e.sources if fmt.is_batch_file_name(s.source_id)}
+        )
+
+    def _initial_kafka_ids(self, entries: list[fmt.OffsetLogEntry]) -> set[str]:
         """The sources whose ``sources/<i>/0`` is a Kafka initial-offset file (NUL + ``v1``, or the
         2.1.0 form); only numeric directory names are source indexes (MicroBatchExecution)."""
         out = set()
-        for entry in self._list("sources"):
-            if not (entry.is_dir and fmt.is_batch_file_name(entry.name)):
-                continue
-            data = self.read(f"sources/{entry.name}/0")
+        for source_id in self._source_ids(entries):
+            data = self.read(f"sources/{source_id}/0")
             if data and data[0] == 0:
-                out.add(entry.name)
+                out.add(source_id)
         return out
 
     def _strict_initial_offsets(self, source_id: str) -> None:
         rel = f"sources/{source_id}/0"
-        if self._entry(f"sources/{source_id}") is None:
+        if not self._source_dir(source_id):
             return
         data = self.read(rel)
         if data is not None:
-            fmt.parse_initial_offsets(data, path=self.store.display(rel))
+            self._initial(rel, data)
 
     def _check_sources(
         self, entry: fmt.OffsetLogEntry, kafka_ids: set[str], latest: fmt.OffsetLogEntry
@@ -288,7 +345,9 @@ class Checkpoint:
                     f"{other.kind} in offsets/{latest.batch_id}"
                 )
         count = len(latest.sources)
-        for d in self._list("sources"):
+        # Local paths only: on object stores this would cost a LIST of sources/ for a check of torn
+        # writes, which a single-PUT object store does not have.
+        for d in self._list("sources") if self.store.is_local else ():
             if d.is_dir and fmt.is_batch_file_name(d.name) and int(d.name) >= count and latest.version == 1:
                 raise CheckpointFormatError(
                     f"{latest_path}: has {count} source lines but sources/{d.name} exists "

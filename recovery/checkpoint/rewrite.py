@@ -45,6 +45,7 @@ from recovery.errors import (
     StateError,
     StorageError,
 )
+from recovery.heartbeat import refuse_if_in_use
 from recovery.model import CheckpointFile, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -226,7 +227,14 @@ def _manifest_json(backup: BackupSet) -> str:
     )
 
 
-_PROTECTED = (f"{RECOVERY_DIR}/backups", f"{RECOVERY_DIR}/intent.json", f"{RECOVERY_DIR}/lock")
+# The toolkit's own records, and the running query's heartbeat (recovery.heartbeat): never restored.
+_PROTECTED = (
+    f"{RECOVERY_DIR}/backups",
+    f"{RECOVERY_DIR}/intent.json",
+    f"{RECOVERY_DIR}/lock",
+    f"{RECOVERY_DIR}/heartbeat.json",
+    f"{RECOVERY_DIR}/last-write.json",
+)
 
 
 def checked_rel_path(rel: Any, where: str) -> str:
@@ -430,7 +438,11 @@ def apply_rewrite(
                 raise PlanOutdated(
                     f"{store.display(change.path)}: changed since the plan was made; nothing was written"
                 )
-        Checkpoint(store).verify()  # re-read under the lock: never write into what Spark cannot read
+        if lock.depth == 1:
+            # Re-read under the lock: never write into what Spark cannot read. A caller that held
+            # the lock already (repair --execute) opened ``chk`` under it: reading the checkpoint
+            # again would only cost requests (9 on an object store).
+            Checkpoint(store).verify()
         extra = {checked_rel_path(rel, "extra file"): data for rel, data in (extra or {}).items()}
         paths = _with_side_files(store, tuple(c.path for c in plan.changes) + tuple(extra))
         originals = {rel: store.read(rel) for rel in paths}
@@ -570,8 +582,9 @@ def rewrite_offsets(
 
     Example: ``rewrite_offsets(chk, {5: {0: {TopicPartition("orders", 1): 300}}})``
     """
-    with checkpoint_lock(chk.store, command="rewrite-offsets"):
-        chk = Checkpoint(chk.store, verify_crc=chk.verify_crc)  # re-read under the lock
+    with checkpoint_lock(chk.store, command="rewrite-offsets") as lock:
+        if lock.depth == 1:  # re-read under the lock, unless the caller opened chk holding it
+            chk = Checkpoint(chk.store, verify_crc=chk.verify_crc)
         plan = plan_offset_rewrite(chk, batches, initial=initial)
         return apply_rewrite(chk, plan, backup_dir=backup_dir, storage_options=storage_options, extra=extra)
 
@@ -586,6 +599,8 @@ def restore_backup(
     execute: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     backup_dir: str | None = None,
+    force: bool = False,
+    active_within_s: float = 300.0,
 ) -> RestoreResult:
     """Put a backup set back byte for byte (the newest if ``backup_id`` is None).
 
@@ -595,7 +610,9 @@ def restore_backup(
     atomically (side files as in :func:`apply_rewrite`) and removes files the backup records as
     absent. Without ``execute`` it only reports what would change. Raises CheckpointFormatError (bad
     input) when nothing exists at ``location``, the checkpoint or the manifest is malformed, a path
-    to write passes through a symlink; StateError when it has no backups.
+    to write passes through a symlink; StateError when it has no backups; CheckpointInUse when a
+    query runs on the checkpoint (its heartbeat, else a batch file younger than ``active_within_s``;
+    see :func:`recovery.heartbeat.refuse_if_in_use`) and there is something to write, unless ``force``.
 
     Example: ``restore_backup("/data/chk", execute=True).written``
     """
@@ -604,7 +621,14 @@ def restore_backup(
     if not execute:
         return _restore(store, backup_id, None, storage_options=storage_options, backup_dir=backup_dir)
     with checkpoint_lock(store, command="checkpoint restore --execute") as lock:
-        return _restore(store, backup_id, lock, storage_options=storage_options, backup_dir=backup_dir)
+        return _restore(
+            store,
+            backup_id,
+            lock,
+            storage_options=storage_options,
+            backup_dir=backup_dir,
+            in_use_within_s=None if force else active_within_s,
+        )
 
 
 def _restore(
@@ -614,9 +638,11 @@ def _restore(
     *,
     storage_options: Mapping[str, Any] | None,
     backup_dir: str | None,
+    in_use_within_s: float | None = None,
 ) -> RestoreResult:
     # Never write into a checkpoint Spark could not restart from (bad input, exit 2).
-    Checkpoint(store).verify()
+    chk = Checkpoint(store)
+    chk.verify()
     backups = list_backups(store.location, storage_options, backup_dir=backup_dir)
     if not backups:
         raise StateError(f"{store.display()}: no backups found")
@@ -655,6 +681,8 @@ def _restore(
             f"{backup.query_id}; "
             "not restoring into another query's checkpoint"
         )
+    if in_use_within_s is not None:
+        refuse_if_in_use(chk, in_use_within_s)  # a running query would ignore or overwrite them
     paths = (*written, *removed)
     safety_id = new_backup_id(root)
     lock.record(Phase.BACKUP, backup_id=safety_id, backup_root=root.location, files=paths)

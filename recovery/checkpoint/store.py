@@ -21,6 +21,7 @@ with SIGKILL just before its n-th file operation (1-based; each write, replace o
 from __future__ import annotations
 
 import errno
+import inspect
 import os
 import signal
 import stat
@@ -103,8 +104,12 @@ def _storage_errors(what: str, *, local: bool = False, secrets: tuple[str, ...] 
     except Exception as exc:
         # fsspec backends raise their SDK's own errors too (botocore's NoCredentialsError,
         # EndpointConnectionError, ...): every one of them means the store could not be used.
-        text = redact(f"{what}: {type(exc).__name__}: {exc}", secrets)
-        raise StorageError(" ".join(text.split("\n"))) from exc
+        text = " ".join(redact(f"{what}: {type(exc).__name__}: {exc}", secrets).split("\n"))
+        if type(exc).__name__ == "ParamValidationError":
+            # botocore refused the request before sending it (a bucket name S3 cannot have, as in
+            # s3://user:pass@bucket/chk): the input is bad, the store was never asked.
+            raise InvalidInput(text) from exc
+        raise StorageError(text) from exc
 
 
 def _typed_options(location: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -243,7 +248,7 @@ class Store:
         try:
             with self._errors(rel):
                 self.fs.invalidate_cache(path)
-                infos = self.fs.ls(path, detail=True)
+                infos = self._ls(path)
         except FileNotFoundError:
             return ()
         entries = []
@@ -253,6 +258,17 @@ class Store:
                 continue  # some filesystems list a file (not a directory) as itself
             entries.append(Entry(name, info.get("type") == "directory", info.get("size")))
         return tuple(sorted(entries, key=lambda e: e.name))
+
+    def _ls(self, path: str) -> Any:
+        """``fs.ls(path, detail=True)`` in one request where the backend allows: s3fs's ``ls`` lists
+        the parent directory too when ``path`` is empty or missing (to tell a file from a directory),
+        a second LIST this class never needs (it lists directories only); its ``_lsdir`` does not."""
+        lsdir = getattr(self.fs, "_lsdir", None)
+        if self.protocol in ("s3", "s3a") and lsdir is not None and getattr(self.fs, "async_impl", False):
+            from fsspec.asyn import sync  # type: ignore[import-untyped,unused-ignore]
+
+            return sync(self.fs.loop, lsdir, path, refresh=True)
+        return self.fs.ls(path, detail=True)
 
     def _list_local(self, rel: str) -> tuple[Entry, ...]:
         st = self._local_stat(rel)
@@ -281,13 +297,24 @@ class Store:
         path = self.full(rel)
         try:
             with self._errors(rel):
-                return bytes(self.fs.cat_file(path))
+                return bytes(self.fs.cat_file(path, **self._one_get))
         except FileNotFoundError:
             return None
         except StorageError:
             if self.is_dir(rel):
                 raise CheckpointFormatError(f"{self.display(rel)}: is a directory, expected a file") from None
             raise
+
+    @property
+    def _one_get(self) -> dict[str, Any]:
+        """cat_file arguments for a single GET: s3fs otherwise first asks the object's size (a HEAD,
+        plus a LIST when the object is missing) to decide on ranged concurrent reads; checkpoint
+        files are small."""
+        return {"max_concurrency": 1} if "max_concurrency" in _cat_parameters(type(self.fs)) else {}
+
+    def cached(self) -> CachedStore:
+        """A view of this store for one command (see :class:`CachedStore`)."""
+        return CachedStore(self)
 
     def _read_local(self, rel: str) -> bytes | None:
         st = self._local_stat(rel)
@@ -403,6 +430,100 @@ class Store:
         for entry in self.list(parent):
             if entry.name.startswith(f".{name}.") and entry.name.endswith(".tmp") and not entry.is_dir:
                 self.remove(f"{parent}/{entry.name}" if parent else entry.name)
+
+
+# Directories whose files one command reads several of (the intent record, topic ids, heartbeat,
+# last write): on object stores one LIST says which exist, instead of a GET (404) for each.
+LIST_BEFORE_READ = frozenset({"_recovery"})
+
+
+class CachedStore(Store):
+    """A store read once per command: on object stores each listing is made and each object read at
+    most once (every request is a round trip, and a command asks for some files several times:
+    the latest batch, the toolkit's records under ``_recovery/``), and a file missing from a
+    listing already made is not asked for. A write through the store makes it forget what it read
+    (see :meth:`_remember`). Local paths pass through (reading them again costs nothing, and a
+    local reader must see what another process wrote meanwhile).
+
+    ``Checkpoint(store)`` takes a fresh view each time, so re-reading a checkpoint under the write
+    lock (a new Checkpoint) reads the store again."""
+
+    def __init__(self, base: Store) -> None:  # shares the base's file system: no new connection
+        self.__dict__.update(base.__dict__)
+        self.base: Store = base.base if isinstance(base, CachedStore) else base
+        self._reads: dict[str, bytes | None] = {}
+        self._lists: dict[str, tuple[Entry, ...]] = {}
+
+    def cached(self) -> CachedStore:
+        return CachedStore(self.base)
+
+    def list(self, rel: str = "") -> tuple[Entry, ...]:
+        if self.is_local:
+            return super().list(rel)
+        if rel not in self._lists:
+            self._lists[rel] = super().list(rel)
+        return self._lists[rel]
+
+    def _listed(self, rel: str) -> Entry | bool | None:
+        """``rel``'s entry (None: absent) when its directory's listing is known, else False."""
+        parent, _, name = rel.rpartition("/")
+        if parent in LIST_BEFORE_READ:
+            self.list(parent)
+        if parent not in self._lists:
+            return False
+        return next((e for e in self._lists[parent] if e.name == name), None)
+
+    def exists(self, rel: str = "") -> bool:
+        if self.is_local:
+            return super().exists(rel)
+        if rel in self._reads:
+            return self._reads[rel] is not None
+        listed = self._listed(rel)
+        return super().exists(rel) if listed is False else listed is not None
+
+    def read(self, rel: str) -> bytes | None:
+        if self.is_local:
+            return super().read(rel)
+        if rel not in self._reads:
+            listed = self._listed(rel)
+            self._reads[rel] = None if listed is None else super().read(rel)
+        return self._reads[rel]
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        super().write_atomic(rel, data)
+        self._remember(rel, data)
+
+    def write(self, rel: str, data: bytes) -> None:
+        super().write(rel, data)
+        self._remember(rel, data)
+
+    def remove(self, rel: str) -> None:
+        super().remove(rel)
+        self._remember(rel, None)
+
+    def _remember(self, rel: str, data: bytes | None) -> None:
+        """After a write only the file written is remembered: a write starts a new phase (taking the
+        checkpoint's lock is one: its intent record is written through this store), and what was
+        read before it is read again, so checks made under the lock see the store as it is."""
+        if not self.is_local:
+            self._reads = {rel: data}
+            self._lists = {}
+
+
+_CAT_PARAMETERS: dict[type, frozenset[str]] = {}
+
+
+def _cat_parameters(fs_class: type) -> frozenset[str]:
+    """The keyword arguments ``fs_class.cat_file`` takes (its async ``_cat_file`` too), read once."""
+    if fs_class not in _CAT_PARAMETERS:
+        names: set[str] = set()
+        for method in ("cat_file", "_cat_file"):
+            func = getattr(fs_class, method, None)
+            if func is not None:
+                with suppress(TypeError, ValueError):  # a signature Python cannot read
+                    names |= set(inspect.signature(func).parameters)
+        _CAT_PARAMETERS[fs_class] = frozenset(names)
+    return _CAT_PARAMETERS[fs_class]
 
 
 def _fsync_dir(path: str) -> None:

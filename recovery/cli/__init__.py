@@ -15,7 +15,7 @@ from importlib import import_module
 import click
 
 from recovery import __version__
-from recovery.errors import ExitCode, RecoveryError
+from recovery.errors import ExitCode, RecoveryError, mask_credentials
 
 # name -> (module, attribute, the one-line help shown by ``--help``; a test keeps it equal to the
 # command's own).
@@ -142,6 +142,9 @@ def run(command: click.Command, argv: list[str] | None = None, prog_name: str = 
         click.echo("Aborted.", err=True)
         sys.exit(ExitCode.ACTION_NEEDED)
     except click.ClickException as exc:
+        # A flag's value may be a URL with user:password@; click types message Final, yet it is a plain
+        # attribute that show() reads.
+        exc.message = mask_credentials(exc.message)  # type: ignore[misc]
         exc.show()
         sys.exit(ExitCode.INVALID_INPUT)
     except RecoveryError as exc:

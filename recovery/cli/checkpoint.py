@@ -34,11 +34,20 @@ def checkpoint() -> None:
 @click.option(
     "--batch", type=click.IntRange(min=0), default=None, help="Batch to show (default: the latest)."
 )
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="One table line per partition even beyond a page (default: then one line per topic).",
+)
 @storage_option
 @output_option()
-def show_cmd(path: str, batch: int | None, storage_options: dict[str, str], output: str) -> None:
+def show_cmd(
+    path: str, batch: int | None, show_all: bool, storage_options: dict[str, str], output: str
+) -> None:
     """Show a checkpoint: query id, sources and their offsets, committed and uncommitted batches,
-    what the next run will do, and the checksum status of each file read.
+    what the next run will do, and the checksum status of each file read. Beyond a page of
+    partitions the table has one line per topic (--all: per partition; --output json: every one).
 
     Exit 0, or 1 when Spark would refuse to restart from it; 2 when a file is malformed.
 
@@ -51,6 +60,9 @@ def show_cmd(path: str, batch: int | None, storage_options: dict[str, str], outp
         info = inspect_checkpoint(path, batch=batch, storage_options=storage_options)
     if output == "json":
         emit_json(report.show_body(info))
+    elif report.is_summarised(info, show_all=show_all):
+        emit(report.summary_rows(info), "table", report.summary_columns(info))
+        _notes([*report.show_notes(info), report.summary_note(info)])
     else:
         emit(report.source_rows(info), "table", report.source_columns(info))
         _notes(report.show_notes(info))
@@ -86,6 +98,15 @@ def backups_cmd(path: str, backup_dir: str | None, storage_options: dict[str, st
 @click.option("--backup", "backup_id", default=None, metavar="ID", help="Backup set (default: the newest).")
 @execute_option
 @backup_dir_option
+@click.option("--force", is_flag=True, help="Write even if the checkpoint looks in use by a running query.")
+@click.option(
+    "--active-within",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Without a heartbeat, a checkpoint whose newest batch file is younger than this looks in use.",
+)
 @storage_option
 @output_option()
 def restore_cmd(
@@ -93,13 +114,18 @@ def restore_cmd(
     backup_id: str | None,
     dry_run: bool,
     backup_dir: str | None,
+    force: bool,
+    active_within: float,
     storage_options: dict[str, str],
     output: str,
 ) -> None:
     """Put a backup set back byte for byte, each file atomically; the current files are backed up
     first. Dry run unless --execute.
 
-    Exit 0 restored (or nothing to change), 1 changes pending in a dry run or no backups,
+    Refused (exit 1, nothing written) while a query runs on the checkpoint: its heartbeat says so,
+    or without one its newest batch file is younger than --active-within; --force overrides.
+
+    Exit 0 restored (or nothing to change), 1 changes pending in a dry run, no backups or refused,
     2 no checkpoint at PATH or no such backup.
 
     Example: stream-recovery checkpoint restore /data/chk --backup 20260101T000000000000Z --execute
@@ -114,6 +140,8 @@ def restore_cmd(
             execute=not dry_run,
             storage_options=storage_options,
             backup_dir=backup_dir,
+            force=force,
+            active_within_s=active_within,
         )
     if output == "json":
         emit_json(report.restore_body(result))

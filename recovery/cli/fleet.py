@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from recovery.cli import render
-from recovery.cli.options import output_option
+from recovery.cli.options import output_option, runway_warn_option
 
 if TYPE_CHECKING:
     from recovery.fleet import JobResult
@@ -75,14 +75,21 @@ def fleet_group() -> None:
     metavar="NAME",
     help="Check only this job (repeatable); default: every job in DIR.",
 )
+@runway_warn_option(
+    "AT_RISK threshold for jobs whose conf sets no runway_warn: a partition whose unread records "
+    "retention may delete within DURATION (PT6H, 6h, 1h30m). Default: none (RUNWAY shown anyway)."
+)
 @output_option("table", "json", "csv")
-def validate_cmd(directory: str, parallel: int, jobs: tuple[str, ...], output: str) -> None:
+def validate_cmd(
+    directory: str, parallel: int, jobs: tuple[str, ...], runway_warn_s: float | None, output: str
+) -> None:
     """Say, for every job configured in DIR, what Spark will do when it restarts from its checkpoint.
 
     One row per job: the worst of its partitions' verdicts, records lost, records Spark would skip
-    with failOnDataLoss=false, and Spark's error on restart. A job whose cluster or storage does not
-    answer is UNREACHABLE, one whose checkpoint cannot be read is BAD_CHECKPOINT; the others are
-    still checked. Never writes.
+    with failOnDataLoss=false, Spark's error on restart, and RUNWAY: the shortest time until
+    retention may delete records the job has not read (AT_RISK below the job's runway_warn). A job
+    whose cluster or storage does not answer is UNREACHABLE, one whose checkpoint cannot be read is
+    BAD_CHECKPOINT; the others are still checked. Never writes.
 
     Exit code, the most urgent of the jobs': 1 if any job needs action; else 2 if any job's
     checkpoint, sink or client settings are invalid (or DIR is); else 3 if any job could not be
@@ -97,7 +104,9 @@ def validate_cmd(directory: str, parallel: int, jobs: tuple[str, ...], output: s
     conf = load_conf(directory)
     total = len(jobs) if jobs else len(conf.jobs)
     with _progress(total) as advance:
-        result = validate_fleet(conf, parallel=parallel, jobs=jobs or None, on_done=advance)
+        result = validate_fleet(
+            conf, parallel=parallel, jobs=jobs or None, on_done=advance, runway_warn_s=runway_warn_s
+        )
     render.emit(report.fleet_rows(result), output, report.FLEET_COLUMNS)
     if output == "table":
         for line in report.fleet_notes(result):

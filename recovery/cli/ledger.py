@@ -99,9 +99,20 @@ def show_cmd(conf: LedgerConf, output: str) -> None:
     render.emit(report.show_rows(state), output, report.SHOW_COLUMNS)
 
 
+data_table_option = click.option(
+    "--data-table",
+    metavar="TABLE",
+    default=None,
+    help="The Delta table the job appends to (txnAppId = pipeline): a batch it holds that the ledger "
+    "does not (a run died between its appends) is judged as written, not as loss; repair --execute "
+    "writes its ledger rows first.",
+)
+
+
 @ledger.command(name="validate")
 @ledger_options
 @kafka_options
+@data_table_option
 @ledger_isolation
 @output_option()
 def validate_cmd(conf: LedgerConf, kafka: KafkaConfig, isolation: Isolation, output: str) -> None:
@@ -134,13 +145,7 @@ def validate_cmd(conf: LedgerConf, kafka: KafkaConfig, isolation: Isolation, out
 @kafka_options
 @strategy_options
 @execute_option
-@click.option(
-    "--data-table",
-    metavar="TABLE",
-    default=None,
-    help="The Delta table the job appends to (txnAppId = pipeline): refuse while it holds a batch the "
-    "ledger does not (a run died between its appends).",
-)
+@data_table_option
 @ledger_isolation
 @output_option()
 def repair_cmd(

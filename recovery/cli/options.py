@@ -349,3 +349,29 @@ def sink_option(help: str = "") -> Callable[[F], F]:
         or "The query's Delta sink table: warn when it would skip batches it believes it wrote "
         "(its txn appId is the query id).",
     )
+
+
+def _runway_warn(ctx: click.Context, param: click.Parameter, text: str | None) -> float | None:
+    if text is None:
+        return None
+    from recovery.errors import OffsetSpecError
+    from recovery.runway import parse_runway_warn
+
+    try:
+        return parse_runway_warn(text, "") / 1000
+    except OffsetSpecError as exc:
+        raise click.BadParameter(str(exc).strip(), ctx, param) from None
+
+
+RUNWAY_WARN_HELP = (
+    "Verdict AT_RISK (exit 1) for a partition Spark resumes cleanly whose unread records retention "
+    "may delete within DURATION (ISO-8601 PT6H, or 6h, 1h30m, 2d). Default: no threshold; the RUNWAY "
+    "column is shown anyway."
+)
+
+
+def runway_warn_option(help: str = RUNWAY_WARN_HELP) -> Callable[[F], F]:
+    """``--runway-warn DURATION``: the command receives ``runway_warn_s: float | None``."""
+    return click.option(
+        "--runway-warn", "runway_warn_s", metavar="DURATION", callback=_runway_warn, help=help
+    )

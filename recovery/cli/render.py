@@ -12,12 +12,14 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import chain, repeat
 from typing import Any
 
 import click
@@ -54,6 +56,11 @@ NUMERIC = frozenset(
         "version",
         "files",
         "size",
+        "partitions",
+        "min_offset",
+        "max_offset",
+        "min_initial",
+        "max_initial",
     }
 )
 
@@ -64,17 +71,17 @@ def show(value: Any) -> str:
 
 
 def table_lines(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> list[str]:
-    """The plain table: a header of ``columns`` (key, HEADER) and one line per row, two spaces apart."""
-    cells = [[header for _, header in columns]]
-    cells += [[show(row.get(key)) for key, _ in columns] for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-    return [
-        "  ".join(
-            cell.rjust(width) if key in NUMERIC else cell.ljust(width)
-            for cell, width, (key, _) in zip(line, widths, columns, strict=True)
-        ).rstrip()
-        for line in cells
-    ]
+    """The plain table: a header of ``columns`` (key, HEADER) and one line per row, two spaces apart.
+
+    Built column by column (each width computed once, cells padded by C loops), so 100,000 rows
+    cost a fraction of a second."""
+    padded = []
+    for key, header in columns:
+        cells = [header, *map(show, [row.get(key) for row in rows])]
+        width = max(map(len, cells))
+        pad = str.rjust if key in NUMERIC else str.ljust
+        padded.append(list(map(pad, cells, repeat(width, len(cells)))))
+    return list(map(str.rstrip, map("  ".join, zip(*padded, strict=True))))
 
 
 def emit(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[tuple[str, str]]) -> None:
@@ -90,12 +97,78 @@ def emit(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[tuple[st
             writer.writerow({k: show(v) for k, v in row.items()})
         click.echo(buffer.getvalue(), nl=False)
     else:
-        for line in table_lines(rows, columns):
-            click.echo(line)
+        click.echo("\n".join(table_lines(rows, columns)))  # one write, not one per line
 
 
 def emit_json(body: Any) -> None:
-    click.echo(json.dumps(body, indent=2))
+    click.echo(json_text(body))
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # exact types: subclasses take the slow path
+
+
+def json_text(body: Any) -> str:
+    """``json.dumps(body, indent=2)``, the same text, fast for long lists of flat objects.
+
+    Python 3.11's C encoder is used only without ``indent``, and the pure-Python one takes seconds
+    on 100,000 rows. Here a flat object or list (scalars only), or a list of flat objects, is one
+    C-encoder call whose item separator carries the line break and indentation (JSON strings hold
+    no raw line break, so the separators can be found again); everything else recurses."""
+    out: list[str] = []
+    _json_into(out, body, 0)
+    return "".join(out)
+
+
+def _flat(values: Iterable[Any]) -> bool:
+    return set(map(type, values)) <= _SCALARS
+
+
+def _rows(items: Sequence[Any]) -> bool:
+    """Non-empty dicts with string keys and scalar values only (checked by C loops)."""
+    return (
+        set(map(type, items)) == {dict}
+        and all(items)
+        and set(map(type, chain.from_iterable(items))) == {str}
+        and _flat(chain.from_iterable(map(dict.values, items)))
+    )
+
+
+@functools.cache
+def _encoder(level: int) -> json.JSONEncoder:
+    return json.JSONEncoder(separators=(",\n" + "  " * level, ": "))
+
+
+def _json_into(out: list[str], value: Any, level: int) -> None:
+    inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
+    if type(value) is dict and value and set(map(type, value)) == {str}:
+        if _flat(value.values()):
+            out.append("{" + inner + _encoder(level + 1).encode(value)[1:-1] + outer + "}")
+            return
+        out.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            out.append(("," if i else "") + inner + json.dumps(key) + ": ")
+            _json_into(out, item, level + 1)
+        out.append(outer + "}")
+    elif type(value) in (list, tuple) and value:
+        if _flat(value):
+            out.append("[" + inner + _encoder(level + 1).encode(value)[1:-1] + outer + "]")
+        elif _rows(value):
+            # [{..},{..}] with every separator ",\n" + 2 levels: the row boundaries "}<sep>{" are
+            # then re-indented one level up, with the braces on their own lines.
+            deeper = "\n" + "  " * (level + 2)
+            body = _encoder(level + 2).encode(value)[2:-2]
+            body = body.replace("}," + deeper + "{", inner + "}," + inner + "{" + deeper)
+            out.append("[" + inner + "{" + deeper + body + inner + "}" + outer + "]")
+        else:
+            out.append("[")
+            for i, item in enumerate(value):
+                out.append(("," if i else "") + inner)
+                _json_into(out, item, level + 1)
+            out.append(outer + "]")
+    elif type(value) in _SCALARS:  # no line break in a scalar's JSON: the C encoder, no indent
+        out.append(_encoder(0).encode(value))
+    else:  # an empty container, another type: json.dumps itself, re-indented
+        out.append(json.dumps(value, indent=2).replace("\n", outer))
 
 
 def note(message: str) -> None:

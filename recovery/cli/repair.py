@@ -21,6 +21,7 @@ from recovery.cli.options import (
     no_match_option,
     on_beyond_end_option,
     output_option,
+    runway_warn_option,
     sink_option,
     storage_option,
     strategy_options,
@@ -38,6 +39,21 @@ judged_isolation = isolation_option(
 @kafka_options
 @judged_isolation
 @sink_option()
+@runway_warn_option()
+@click.option(
+    "--no-runway",
+    "no_runway",
+    is_flag=True,
+    help="Skip the retention runway (its DescribeConfigs and one-record fetch per partition).",
+)
+@click.option(
+    "--delta-table",
+    "delta_tables",
+    metavar="ID=TABLE",
+    multiple=True,
+    help="The table of Delta source ID, for a checkpoint that also reads Delta tables (repeatable). "
+    "A Delta source not named is reported as not checked (exit 1).",
+)
 @storage_option
 @output_option()
 def validate_cmd(
@@ -45,28 +61,52 @@ def validate_cmd(
     kafka: Any,
     isolation: Isolation,
     sink: str | None,
+    runway_warn_s: float | None,
+    no_runway: bool,
+    delta_tables: tuple[str, ...],
     storage_options: dict[str, str],
     output: str,
 ) -> None:
     """Say what Spark will do when the query restarts from CHECKPOINT, per Kafka partition.
 
-    Never writes. Exit 0 healthy, 1 action needed, 2 bad input, 3 Kafka or storage unreachable.
+    RUNWAY: how long until retention may delete records the query has not read (the timestamp of
+    the record it resumes at + retention.ms); OLDEST-UNREAD: that record's age (the lag in time).
 
-    Example: stream-recovery validate /data/chk -b kafka:9092
+    Never writes. Exit 0 healthy, 1 action needed (AT_RISK included: start the query), 2 bad input,
+    3 Kafka or storage unreachable. Past 50 partitions the table shows those needing action first
+    and sums up the rest per verdict; --output json lists them all.
+
+    Example: stream-recovery validate /data/chk -b kafka:9092 --runway-warn 6h
     """
     from recovery.api import validate_checkpoint
     from recovery.report import findings as report
 
+    if no_runway and runway_warn_s is not None:
+        raise click.UsageError("--runway-warn needs the runway: drop --no-runway")
+    tables: dict[str, str] = {}
+    for spec in delta_tables:
+        source_id, eq, path = spec.partition("=")
+        if not eq or not source_id.isdigit() or not path:
+            raise click.UsageError(f"--delta-table {spec}: expected ID=TABLE (e.g. 1=/lake/orders)")
+        tables[source_id] = path
     with render.waiting("reading the checkpoint and the cluster"):
         result = validate_checkpoint(
-            checkpoint, kafka, isolation=isolation, storage_options=storage_options, sink=sink
+            checkpoint,
+            kafka,
+            isolation=isolation,
+            storage_options=storage_options,
+            sink=sink,
+            runway=not no_runway,
+            runway_warn_s=runway_warn_s,
+            delta_tables=tables,
         )
     if output == "json":
         render.emit_json(report.report_body(result))
     else:
         render.note(report.context_line(result))
-        render.emit(report.finding_rows(result.findings, table=True), "table", report.VALIDATE_COLUMNS)
-        for line in report.report_notes(result):
+        rows, summary = report.validate_table(result)
+        render.emit(rows, "table", report.VALIDATE_RUNWAY_COLUMNS)
+        for line in summary + report.report_notes(result):
             render.note(line)
     sys.exit(result.exit_code)
 
@@ -138,8 +178,9 @@ def repair_cmd(
         render.emit_json(report.repair_body(result))
     else:
         render.note(report.context_line(result.plan))
-        render.emit(report.move_rows(result.plan.moves), "table", report.MOVE_COLUMNS)
-        for line in report.repair_notes(result):
+        rows, summary = report.repair_table(result)
+        render.emit(rows, "table", report.MOVE_COLUMNS)
+        for line in summary + report.repair_notes(result):
             render.note(line)
     refusal = report.refusal_line(result)
     if refusal:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from recovery.checkpoint import Checkpoint, checkpoint_lock, open_checkpoint
+from recovery.checkpoint import Checkpoint, Issue, Level, checkpoint_lock, open_checkpoint
 from recovery.checkpoint.format import DeltaSourceOffset, SourceKind
 from recovery.checkpoint.restart import NextRun
 from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
@@ -195,8 +195,9 @@ def repair_delta_source(
     Before writing, the same guards as a Kafka repair (:mod:`recovery.apply`), each raising with
     nothing written: LossBudgetExceeded when the plan is refused; StateError when Spark cannot
     restart from the checkpoint at all; SinkWouldSkip when the Delta ``sink`` would skip the
-    rewritten batches (unless ``accept_sink_skip``); CheckpointInUse when the newest batch file is
-    younger than ``active_within_s`` (unless ``force``).
+    rewritten batches (unless ``accept_sink_skip``); CheckpointInUse when the query runs: a fresh
+    heartbeat (:mod:`recovery.heartbeat`) or, without one, a batch file younger than
+    ``active_within_s`` (unless ``force``).
     """
     from recovery.apply import refuse_if_in_use, refuse_sink_skip
 
@@ -230,3 +231,51 @@ def repair_delta_source(
             chk, rewrite, backup_dir=backup_dir, storage_options=storage_options, command=command
         )
     return DeltaSourceRepair(plan, result.sink_warning, backup.id, result.restart_problem, dry_run=False)
+
+
+def delta_source_issues(
+    checkpoint: str | Checkpoint,
+    tables: Mapping[str, str] | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    table_options: Mapping[str, str] | None = None,
+) -> tuple[Issue, ...]:
+    """The Delta sources of a checkpoint that also has Kafka sources, as ``validate``'s issues, so
+    one command covers every source: each source named in ``tables`` (source id -> table path) is
+    judged (an error per finding that needs action, naming Spark's condition and the repair
+    command); a Delta source not named is an error too: it was not checked, and "healthy" would
+    be a guess. No Delta source: nothing."""
+    chk = checkpoint if isinstance(checkpoint, Checkpoint) else open_checkpoint(checkpoint, storage_options)
+    latest = chk.latest_offsets()
+    ids = sorted(s.source_id for s in (latest.sources if latest else ()) if s.kind is SourceKind.DELTA)
+    if not ids:
+        return ()
+    named = {k: v for k, v in (tables or {}).items() if k in ids}
+    issues: list[Issue] = []
+    unchecked = [i for i in ids if i not in named]
+    if unchecked:
+        which = ", ".join(unchecked)
+        issues.append(
+            Issue(
+                Level.ERROR,
+                f"Delta source {which} not checked (a checkpoint records a Delta source's table id, not "
+                f"its path): give --delta-table {unchecked[0]}=TABLE, or run `stream-recovery delta-source "
+                f"validate {chk.location} --table {unchecked[0]}=TABLE`",
+            )
+        )
+    if named:
+        result = _plan(chk, named, DeltaStrategy.CLAMP, None, None, False, table_options)
+        for f in result.plan.findings:
+            if not f.needs_action:
+                issues.append(Issue(Level.INFO, f"Delta source {f.source_id} ({f.table}): OK"))
+                continue
+            outcome = f"Spark fails with {f.spark_error}" if f.spark_error else "Spark skips versions"
+            issues.append(
+                Issue(
+                    Level.ERROR,
+                    f"Delta source {f.source_id} ({f.table}): {f.verdict.value}: {f.detail}; on restart "
+                    f"{outcome}; see `stream-recovery delta-source repair {chk.location} --table "
+                    f"{f.source_id}={f.table}`",
+                )
+            )
+    return tuple(issues)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from recovery.delta.ledger import ledger_gate
 from recovery.delta.ledger_conf import LedgerConf
-from recovery.delta.ledger_model import LedgerRow
+from recovery.delta.ledger_model import LedgerRow, LedgerState, PendingBatch
 from recovery.delta.ledger_table import append_rows, create_ledger, read_ledger
 from recovery.delta.log import app_transaction_version, delta_errors, open_table
 from recovery.errors import LedgerJobStopped, PlanOutdated
@@ -72,6 +72,7 @@ class LedgerBatch:
         return {
             "app_id": self.app_id,
             "batch_id": self.batch_id,
+            "topic": self.topic,
             "start": {str(tp.partition): o for tp, o in sorted(self.start.items())},
             "end": {str(tp.partition): o for tp, o in sorted(self.end.items())},
         }
@@ -150,13 +151,15 @@ def append_ledger_rows(conf: LedgerConf, batch_id: int, rows: tuple[LedgerRow, .
         ) from None
 
 
-def recover_crashed_batch(conf: LedgerConf, data_table: str, topic: str) -> int | None:
-    """Complete a run that died between its data append and its ledger append: write that batch's
-    ledger rows from the range its data commit recorded. Returns the batch id, None if none was
-    pending. Runs before the gate, so a repair never takes the crashed batch's id or re-reads its
-    range."""
+def pending_batch(
+    conf: LedgerConf, data_table: str, state: LedgerState, topic: str | None = None
+) -> PendingBatch | None:
+    """The batch ``data_table`` holds for the pipeline (its app transaction) that the ledger does not
+    record: a run died between its data append and its ledger append. None when the ledger is level
+    with the data. ``topic`` when the data commit does not name it (commits before it did); else the
+    ledger's only topic. Raises LedgerJobStopped when the two disagree in a way only a person can
+    settle (a correction took the crashed batch's id)."""
     app_id = conf.app_id
-    state = read_ledger(conf)
     data_txn = _txn_version(data_table, app_id, conf.storage_options)
     if data_txn is None:
         return None
@@ -171,10 +174,42 @@ def recover_crashed_batch(conf: LedgerConf, data_table: str, topic: str) -> int 
         )
     recorded = recorded_batch(data_table, app_id, data_txn, conf.storage_options)
     assert recorded is not None  # data_txn >= batch id
-    rows = batch_rows(conf, data_txn, topic, recorded["start"], recorded["end"])
-    append_ledger_rows(conf, data_txn, rows, read_at=state.version)
-    log.info("batch %d: ledger rows written from the data commit (a run died)", data_txn)
-    return data_txn
+    name = recorded.get("topic") or topic or (state.topics[0] if len(state.topics) == 1 else None)
+    if not isinstance(name, str):
+        raise LedgerJobStopped(
+            f"{data_table}: batch {data_txn} of {app_id} is not in {conf.table} and its data commit does not "
+            "name its topic: run the job once (it writes that batch's ledger rows first)"
+        )
+
+    def offsets(by_partition: Mapping[str, int]) -> dict[TopicPartition, int]:
+        return {TopicPartition(name, int(p)): int(o) for p, o in by_partition.items()}
+
+    return PendingBatch(data_table, app_id, data_txn, offsets(recorded["start"]), offsets(recorded["end"]))
+
+
+def complete_batch(conf: LedgerConf, pending: PendingBatch, *, read_at: int) -> int:
+    """Write the pending batch's ledger rows from the range its data commit recorded (guarded as a
+    run's own rows are); returns the ledger's new version."""
+    (topic,) = {tp.topic for tp in pending.end}
+    start = {str(tp.partition): o for tp, o in pending.start.items()}
+    end = {str(tp.partition): o for tp, o in pending.end.items()}
+    rows = batch_rows(conf, pending.batch_id, topic, start, end)
+    version = append_ledger_rows(conf, pending.batch_id, rows, read_at=read_at)
+    log.info("batch %d: ledger rows written from the data commit (a run died)", pending.batch_id)
+    return version
+
+
+def recover_crashed_batch(conf: LedgerConf, data_table: str, topic: str) -> int | None:
+    """Complete a run that died between its data append and its ledger append: write that batch's
+    ledger rows from the range its data commit recorded. Returns the batch id, None if none was
+    pending. Runs before the gate, so a repair never takes the crashed batch's id or re-reads its
+    range."""
+    state = read_ledger(conf)
+    pending = pending_batch(conf, data_table, state, topic)
+    if pending is None:
+        return None
+    complete_batch(conf, pending, read_at=state.version)
+    return pending.batch_id
 
 
 def prepare_run(
@@ -220,6 +255,60 @@ def confirm_written(
             f"{data_table}: batch {batch.batch_id} of {batch.app_id} was written by another run, so Delta "
             "skipped this run's records (txnVersion); the ledger was not written. Run the job again"
         )
+
+
+# Delta's optimistic concurrency, when two runs write the same batch at once: the second to commit
+# read the app transaction the first one set (delta-io/delta ConflictChecker
+# checkForUpdatedApplicationTransactionIdsThatCurrentTxnDependsOn -> ConcurrentTransactionException).
+# Two first runs creating the table at once meet the metadata/protocol checks instead.
+CONCURRENT_CONDITIONS = ("DELTA_CONCURRENT_", "DELTA_METADATA_CHANGED", "DELTA_PROTOCOL_CHANGED")
+
+
+def _conditions(exc: BaseException) -> list[str]:
+    """The Spark error conditions of a pyspark exception and of its Java cause chain (duck-typed:
+    this module does not import pyspark)."""
+    found: list[str] = []
+
+    def condition(obj: Any) -> None:
+        for name in ("getCondition", "getErrorClass"):
+            method = getattr(obj, name, None)
+            if callable(method):
+                try:
+                    value = method()
+                except Exception:  # a Py4J call on a foreign object: no condition
+                    value = None
+                if value:
+                    found.append(str(value))
+                    return
+
+    condition(exc)
+    java = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    for _ in range(25):
+        if java is None:
+            break
+        condition(java)
+        try:
+            java = java.getCause()
+        except Exception:  # the end of what Py4J can tell
+            break
+    return found
+
+
+def concurrent_run_stop(exc: BaseException, data_table: str, batch: LedgerBatch) -> LedgerJobStopped | None:
+    """The one-line stop for a data append that lost to another run's commit of the same batch
+    (None: ``exc`` is something else, to be raised as it is). Delta wrote nothing of this run."""
+    conditions = _conditions(exc)
+    text = str(exc)
+    hit = next((c for c in conditions if c.startswith(CONCURRENT_CONDITIONS)), None)
+    if hit is None:
+        hit = next((c for c in CONCURRENT_CONDITIONS if f"[{c}" in text), None)
+    if hit is None:
+        return None
+    return LedgerJobStopped(
+        f"{data_table}: another run of {batch.app_id} committed to the table while this run was writing "
+        f"batch {batch.batch_id} ({hit.rstrip('_')}); this run wrote nothing and its ledger rows were not "
+        "written. Run one instance per pipeline"
+    )
 
 
 def record_batch(conf: LedgerConf, batch: LedgerBatch) -> int:

@@ -18,11 +18,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from recovery.delta.ledger_conf import LedgerConf
-from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState
-from recovery.delta.ledger_plan import plan_ledger_repair
+from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState, PendingBatch
+from recovery.delta.ledger_plan import plan_ledger_repair, with_pending
 from recovery.delta.ledger_table import append_rows, read_ledger
-from recovery.delta.log import app_transaction_version
-from recovery.errors import LedgerBehindData, LedgerGateFailed, LossBudgetExceeded, OffsetSpecError
+from recovery.errors import LedgerGateFailed, LossBudgetExceeded
 from recovery.model import ClusterView, GateMode, Isolation, NoMatch, Policy, Strategy, TopicPartition
 from recovery.report.findings import describe_move
 from recovery.strategy import StrategyRequest, resolve_strategy
@@ -58,20 +57,31 @@ def plan_ledger(
     Example: ``plan_ledger(make_conf({"table": "/t/ledger", "pipeline": "orders"}), kafka).plan.findings``
     """
     state = read_ledger(conf)
-    cluster = _cluster(kafka, state, isolation)
+    pending = find_pending(conf, state)
+    cluster = _cluster(kafka, with_pending(state, pending), isolation)
     now = _now_us() if now_us is None else now_us
-    return plan_ledger_repair(state, cluster, strategy, policy, now_us=now, isolation=isolation)
+    return plan_ledger_repair(
+        state, cluster, strategy, policy, now_us=now, isolation=isolation, pending=pending
+    )
+
+
+def find_pending(conf: LedgerConf, state: LedgerState) -> PendingBatch | None:
+    """The batch ``conf.data_table`` holds that the ledger does not (the job's own crash evidence:
+    the data table's app transaction for the pipeline ahead of the ledger's). Nothing to find
+    without a data table."""
+    if conf.data_table is None:
+        return None
+    from recovery.delta.ingest import pending_batch
+
+    return pending_batch(conf, conf.data_table, state)
 
 
 def _offsets_file(path: str) -> Mapping[TopicPartition, int]:
-    """``--from-file``: ``topic,partition,offset`` rows (kafka-consumer-groups ``--export``)."""
-    from recovery.kafka.groups import read_offsets_file
+    """``--from-file``: ``topic,partition,offset`` rows (kafka-consumer-groups ``--export``), read
+    strictly (``FILE:LINE: what is wrong``, exit 2; a FIFO or directory refused without blocking)."""
+    from recovery.kafka.groups import load_offsets_file
 
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return read_offsets_file(handle, path)
-    except OSError as exc:
-        raise OffsetSpecError(f"--from-file {path}: cannot read ({exc.strerror or exc})") from None
+    return load_offsets_file(path)
 
 
 def repair_ledger(
@@ -90,17 +100,20 @@ def repair_ledger(
     (:class:`~recovery.strategy.StrategyRequest`): time strategies are resolved against the ledger's
     topics at ``now_ms`` (default: now), ``--from-file`` read here. Raises LossBudgetExceeded (nothing
     written) when the policy refuses the plan, PlanOutdated when the ledger changed since it was
-    read, LedgerBehindData when ``conf.data_table`` records a batch the ledger does not.
+    read. When ``conf.data_table`` holds a batch the ledger does not (a run died between its
+    appends), the plan is made as if that batch's ledger rows were written, and ``execute`` writes
+    them first (from the range its data commit records, as the job's next run would), then the
+    corrections under the next batch id: ledger and data agree.
 
     Example: ``repair_ledger(conf, kafka, StrategyRequest(by_duration="PT1H"), execute=True)``
     """
     state = read_ledger(conf)
-    refuse_if_behind_data(conf, state)
+    pending = find_pending(conf, state)
     cluster: list[ClusterView] = []  # read once, when first needed (after the options are checked)
 
     def view() -> ClusterView:
         if not cluster:
-            cluster.append(_cluster(kafka, state, isolation))
+            cluster.append(_cluster(kafka, with_pending(state, pending), isolation))
         return cluster[0]
 
     def time_targets(timestamp_ms: int, no_match: NoMatch) -> Mapping[TopicPartition, int]:
@@ -113,33 +126,22 @@ def repair_ledger(
         strategy = resolve_strategy(
             strategy, now_ms=now, time_targets=time_targets, file_targets=_offsets_file
         )
-    ledger = plan_ledger_repair(state, view(), strategy, policy, now_us=_now_us(), isolation=isolation)
-    if not execute or not ledger.rows:
+    ledger = plan_ledger_repair(
+        state, view(), strategy, policy, now_us=_now_us(), isolation=isolation, pending=pending
+    )
+    if not execute or not (ledger.rows or pending):
         return LedgerRepair(ledger, dry_run=not execute)
     if ledger.plan.refused:
         raise LossBudgetExceeded(f"{conf.table}: repair refused: {ledger.plan.refused}. Nothing was written.")
-    version = append_rows(conf, ledger.rows, expected_version=state.version, metadata=ledger.metadata())
-    return LedgerRepair(ledger, dry_run=False, version=version)
+    read_at, completed = state.version, None
+    if pending is not None:
+        from recovery.delta.ingest import complete_batch
 
-
-def refuse_if_behind_data(conf: LedgerConf, state: LedgerState | None = None) -> None:
-    """Raise LedgerBehindData if ``conf.data_table``'s app transaction for the pipeline (the job's
-    ``txnAppId``) is at or above the ledger's next batch id. Nothing to check without a data table,
-    nor before the job first wrote it."""
-    if conf.data_table is None:
-        return
-    data_batch = app_transaction_version(
-        conf.data_table, conf.app_id, conf.storage_options, missing_table_ok=True
-    )
-    if data_batch is None:
-        return
-    state = state or read_ledger(conf)
-    if data_batch >= state.next_batch_id:
-        raise LedgerBehindData(
-            f"{conf.data_table} holds batch {data_batch} of {conf.app_id}, but {conf.table} records batches "
-            f"only up to {state.next_batch_id - 1}: a run died between its data and ledger appends. Run the "
-            "job once (it writes that batch's ledger rows first), then repair. Nothing was written."
-        )
+        read_at = completed = complete_batch(conf, pending, read_at=state.version)
+    version = None
+    if ledger.rows:
+        version = append_rows(conf, ledger.rows, expected_version=read_at, metadata=ledger.metadata())
+    return LedgerRepair(ledger, dry_run=False, version=version, completed=completed)
 
 
 def ledger_gate(

@@ -24,7 +24,8 @@ Standard library, :mod:`recovery.model` and :mod:`recovery.errors` only: no IO.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from recovery.errors import ExitCode
 from recovery.model import Isolation, Move, Plan, TopicPartition
@@ -80,6 +81,25 @@ class LedgerRow:
 
 
 @dataclass(frozen=True)
+class PendingBatch:
+    """A batch the data table holds but the ledger does not: a run of the ledger job died between
+    its data append and its ledger append. ``end`` is the range its data commit records (the
+    ``userMetadata`` of ``recovery.delta.ingest``): its records are in the data table, not lost."""
+
+    data_table: str
+    app_id: str
+    batch_id: int
+    start: Mapping[TopicPartition, int] = field(default_factory=dict)
+    end: Mapping[TopicPartition, int] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return (
+            f"batch {self.batch_id} of {self.app_id} is in {self.data_table} but the ledger has no rows "
+            "for it (a run died between its data and ledger appends)"
+        )
+
+
+@dataclass(frozen=True)
 class LedgerPlan:
     """A ledger judged against Kafka (``ledger validate``), with the correction rows a repair appends."""
 
@@ -88,6 +108,8 @@ class LedgerPlan:
     rows: tuple[LedgerRow, ...]
     dropped: tuple[Move, ...]  # partitions whose topic or partition is gone: no row can say that
     isolation: Isolation = Isolation.READ_UNCOMMITTED
+    # Judged as if its ledger rows were written (``state`` then includes it); a repair writes them first.
+    pending: PendingBatch | None = None
 
     @property
     def needs_action(self) -> bool:
@@ -129,10 +151,11 @@ class LedgerRepair:
     ledger: LedgerPlan
     dry_run: bool = True
     version: int | None = None  # the Delta version of the correction commit, once written
+    completed: int | None = None  # the ledger version in which the pending batch's rows were written
 
     @property
     def executed(self) -> bool:
-        return self.version is not None
+        return self.version is not None or self.completed is not None
 
     @property
     def needs_action(self) -> bool:
@@ -142,7 +165,9 @@ class LedgerRepair:
     def exit_code(self) -> ExitCode:
         """0 applied or nothing to do; 1 refused, changes pending in a dry run, or partitions gone
         (which no row can express: the job must stop reading them, whatever was appended)."""
-        pending = bool(self.ledger.rows) and not self.executed
+        pending = (bool(self.ledger.rows) and not self.executed) or (
+            self.ledger.pending is not None and self.completed is None
+        )
         if self.ledger.plan.refused or self.ledger.dropped or pending:
             return ExitCode.ACTION_NEEDED
         return ExitCode.OK

@@ -11,7 +11,17 @@ No IO, no clock: the time of the correction rows is an argument.
 
 from __future__ import annotations
 
-from recovery.delta.ledger_model import SOURCE_ID, WRITTEN_BY, LedgerPlan, LedgerRow, LedgerState
+from dataclasses import replace
+
+from recovery.delta.ledger_model import (
+    SOURCE_ID,
+    WRITTEN_BY,
+    LedgerEntry,
+    LedgerPlan,
+    LedgerRow,
+    LedgerState,
+    PendingBatch,
+)
 from recovery.model import (
     CheckpointFile,
     CheckpointView,
@@ -33,6 +43,21 @@ def ledger_view(state: LedgerState) -> CheckpointView:
     # A ledger has no offsets files; the batch whose start these are stands in for one.
     source = SourcePosition(SOURCE_ID, CheckpointFile.offsets(state.next_batch_id), state.positions)
     return CheckpointView(label, state.pipeline or "", state.next_batch_id, False, (source,))
+
+
+def with_pending(state: LedgerState, pending: PendingBatch | None) -> LedgerState:
+    """The ledger as it is once the pending batch's rows are written (what the job's next run does
+    first): each of its partitions at the end its data commit recorded, the next batch after it."""
+    if pending is None:
+        return state
+    entries = {e.tp: e for e in state.entries}
+    for tp, end in pending.end.items():
+        entries[tp] = LedgerEntry(tp, end, pending.batch_id, note=f"pending: in {pending.data_table}")
+    return replace(
+        state,
+        next_batch_id=max(state.next_batch_id, pending.batch_id + 1),
+        entries=tuple(entries[tp] for tp in sorted(entries)),
+    )
 
 
 def correction_rows(
@@ -75,9 +100,13 @@ def plan_ledger_repair(
     *,
     now_us: int,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    pending: PendingBatch | None = None,
 ) -> LedgerPlan:
     """Findings for every partition of the ledger's topics, and the correction rows ``strategy``
-    (default: clamp) makes, checked against ``policy``."""
+    (default: clamp) makes, checked against ``policy``. A ``pending`` batch (in the data table, not
+    in the ledger) is judged as written: its records are not lost, and a correction never takes its
+    batch id."""
+    state = with_pending(state, pending)
     plan = plan_repair(ledger_view(state), cluster, strategy, policy)
     rows, dropped = correction_rows(state, plan, now_us=now_us)
-    return LedgerPlan(state, plan, rows, dropped, isolation)
+    return LedgerPlan(state, plan, rows, dropped, isolation, pending)

@@ -72,6 +72,11 @@ class TableLog:
         return self.earliest_snapshot <= version <= self.latest
 
 
+def unknown_loss(version: int) -> str:
+    """The loss of a re-created table, in words: the old log is gone, so it cannot be counted."""
+    return f"an unknown number of rows lost, from version {version} of the old table"
+
+
 class DeltaVerdict(StrEnum):
     """What a Delta source position means against the table as it is now."""
 
@@ -120,7 +125,8 @@ class DeltaSourceRead:
 class DeltaFinding:
     """One Delta source of a checkpoint judged against its table.
 
-    ``versions_lost``: versions after ``resume`` the stream never read and whose commits are gone;
+    ``versions_lost``: versions after ``resume`` the stream never read and whose commits are gone
+    (a re-created table: ``lost_unknown``, the old table's versions from ``resume_from`` on);
     ``files_missing``: data files of versions still to read that are no longer in storage;
     ``spark_error``: the condition Spark raises on restart (None: it runs).
     """
@@ -136,6 +142,7 @@ class DeltaFinding:
     files_missing: int = 0
     spark_error: str | None = None
     detail: str = ""
+    lost_unknown: bool = False
 
     @property
     def needs_action(self) -> bool:
@@ -176,6 +183,10 @@ class DeltaSourceLoss:
     files_skipped: int
     reads_snapshot: int | None = None
     rereads: bool = False
+    # A re-created table: the old table's versions from ``lost_from`` on that the stream had not read
+    # are lost, and their number cannot be known (the old log is gone): never reported as 0.
+    lost_unknown: bool = False
+    lost_from: int | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +217,11 @@ class DeltaPlan:
     @property
     def files_skipped(self) -> int:
         return sum(loss.files_skipped for loss in self.losses)
+
+    @property
+    def lost_unknown(self) -> bool:
+        """Some loss cannot be counted (a re-created table's unread versions)."""
+        return any(loss.lost_unknown for loss in self.losses)
 
 
 @dataclass(frozen=True)

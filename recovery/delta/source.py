@@ -44,6 +44,7 @@ from recovery.delta.model import (
     DeltaVerdict,
     SinkWarning,
     TableLog,
+    unknown_loss,
 )
 
 BASE_INDEX = -1  # DeltaSourceOffset.BASE_INDEX_V1: before the first file of the version
@@ -92,8 +93,9 @@ def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
             **base,
             verdict=DeltaVerdict.TABLE_RECREATED,
             spark_error=DIFFERENT_TABLE,
+            lost_unknown=True,
             detail=f"the checkpoint read table id {other[0]}, {log.table} now has id {log.table_id} "
-            "(deleted and re-created?)",
+            f"(deleted and re-created?): {unknown_loss(resume_from)}",
         )
     gone_snapshots = [(p, v) for p, v in _snapshots(read) if not log.can_rebuild(v)]
     lost = max(0, min(earliest, latest + 1) - resume_commit)
@@ -206,13 +208,24 @@ def _loss(
     read: DeltaSourceRead, finding: DeltaFinding, new: DeltaSourceOffset, log: TableLog, moved: bool
 ) -> DeltaSourceLoss:
     """What moving the source to ``new`` costs, counted from where it resumes."""
+    recreated = finding.verdict is DeltaVerdict.TABLE_RECREATED
+    # The old table's versions from where the stream resumes were never read, and its log is gone.
+    lost_from = finding.resume_from if recreated else None
     if new.is_starting_version:
-        recreated = finding.verdict is DeltaVerdict.TABLE_RECREATED
-        return DeltaSourceLoss(read.source_id, 0, 0, 0, new.reservoir_version, rereads=not recreated)
+        return DeltaSourceLoss(
+            read.source_id,
+            0,
+            0,
+            0,
+            new.reservoir_version,
+            rereads=not recreated,
+            lost_unknown=recreated,
+            lost_from=lost_from,
+        )
     if not moved:
         return DeltaSourceLoss(read.source_id, 0, 0, 0)
     resume = read.resume.offset
-    if finding.verdict is DeltaVerdict.TABLE_RECREATED:
+    if recreated:
         first, snapshot = 0, None  # everything in the new table before the target
     else:
         first = _first_commit(resume)
@@ -232,6 +245,8 @@ def _loss(
         versions_lost=lost,
         versions_skipped=len(skipped),
         files_skipped=sum(log.files[v].added for v in skipped if v in log.files and v != snapshot),
+        lost_unknown=recreated,
+        lost_from=lost_from,
     )
 
 
@@ -286,6 +301,11 @@ def plan_source_repair(
         moves=tuple(moves),
         losses=tuple(losses),
     )
+    if not refusals and max_versions is not None and plan.lost_unknown:
+        refusals.append(
+            "a re-created table's unread versions are lost and cannot be counted, so no loss budget "
+            "(--max-versions) can be met"
+        )
     if not refusals and max_versions is not None:
         cost = plan.versions_lost + plan.versions_skipped
         if cost > max_versions:

@@ -5,11 +5,13 @@ IO only: the answers become values in :mod:`recovery.kafka.answers` and
 :func:`admin_for` hands out the process's shared :class:`KafkaAdmin` for a config, so a
 ``validate`` that asks for metadata, ranges and time lookups opens one set of connections.
 
-Each kind of lookup is one ``AdminClient.list_offsets`` call for all partitions, and the lookups a
-call needs are sent together before any answer is awaited; librdkafka groups the partitions by
-leader and sends one ListOffsets request per leader broker, so the number of requests grows with
-brokers, not partitions: log start + high watermark (+ last stable offset under read_committed,
-+ the time lookup for a timestamp) = 2 to 4 requests per broker (benchmarks/README.md counts them).
+Each kind of lookup is one ``AdminClient.list_offsets`` call per 500 partitions
+(:data:`LIST_OFFSETS_CHUNK`: librdkafka's cost per call grows with the square of its partitions),
+and every call of every lookup is sent before any answer is awaited; librdkafka groups a call's
+partitions by leader and sends one ListOffsets request per leader broker: log start + high
+watermark (+ last stable offset under read_committed, + the time lookup for a timestamp, + the
+recreation evidence of ``validate``) = 2 to 4 requests per broker per 500 partitions, all in
+flight at once (benchmarks/README.md counts them).
 Metadata: one DescribeTopics (Metadata) request for named topics; a regex selection first lists
 the cluster's topics (one more), because only DescribeTopics carries the topic ids.
 
@@ -39,13 +41,30 @@ from recovery.kafka._retry import Deadline, backoff, wait_for
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.selection import exact_names, selected_partitions
 from recovery.kafka.specs import TimeKind, TimeSpec
-from recovery.kafka.values import MissingPartition, MissingReason, OffsetRow, PartitionOffsets, TopicInfo
+from recovery.kafka.values import (
+    MissingPartition,
+    MissingReason,
+    OffsetRow,
+    PartitionOffsets,
+    TopicInfo,
+    kafka_topic_id,
+)
 from recovery.model import Isolation, NoMatch, TopicPartition, TopicSelection
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
 
 log = logging.getLogger(__name__)
+
+# Partitions per ``list_offsets`` call. librdkafka's cost per call grows with the square of its
+# partitions (measured with librdkafka 2.x: 2,000 partitions take ~25 ms of CPU to submit and
+# ~100 ms more until the answer; four calls of 500, sent together, ~10 ms and ~30 ms), so a
+# lookup of many partitions is split: one request per broker per 500 partitions, all in flight
+# at once (benchmarks/README.md).
+LIST_OFFSETS_CHUNK = 500
+
+# {timestamp: {partition: first offset whose record is at least that new, None if none is}}
+FirstOffsets = dict[int, dict[TopicPartition, int | None]]
 
 __all__ = ["KafkaAdmin", "admin_for", "kafka_admin"]
 
@@ -117,8 +136,33 @@ class KafkaAdmin:
                 else:
                     raise translate(exc, what, self.config) from exc
             else:
-                found[name] = TopicInfo(name, str(desc.topic_id), len(desc.partitions), desc.is_internal)
+                topic_id = kafka_topic_id(str(desc.topic_id))
+                found[name] = TopicInfo(name, topic_id, len(desc.partitions), desc.is_internal)
         return retry
+
+    def timestamp_types(self, topics: Iterable[str]) -> dict[str, str]:
+        """Each topic's ``message.timestamp.type`` (``CreateTime``: the producer's clock, or
+        ``LogAppendTime``: the broker's), in one DescribeConfigs request. A topic whose answer
+        could not be read is left out (logged): callers treat it as not known."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import ConfigResource
+
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        deadline = Deadline(self.config.timeout_s)
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
+        found: dict[str, str] = {}
+        try:
+            futures = self.client.describe_configs(resources, request_timeout=self._request_timeout(deadline))
+            for resource, future in futures.items():
+                entries = wait_for(future, deadline, f"DescribeConfigs of {resource.name}", self.config)
+                entry = entries.get("message.timestamp.type")
+                if entry is not None and entry.value:
+                    found[resource.name] = str(entry.value)
+        except (KafkaException, KafkaError, ValueError, TypeError) as exc:
+            log.warning("message.timestamp.type of %s not known: %s", ", ".join(names), exc)
+        return found
 
     def resolve(self, selection: TopicSelection) -> tuple[tuple[TopicPartition, ...], dict[str, TopicInfo]]:
         """The partitions a selection names, sorted, and the topics they belong to (see
@@ -161,6 +205,30 @@ class KafkaAdmin:
         )
         return {tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()}
 
+    def ranges_and_times(
+        self,
+        partitions: Iterable[TopicPartition],
+        isolation: Isolation,
+        times: Mapping[int, Iterable[TopicPartition]],
+        *,
+        topics: Mapping[str, TopicInfo] | None = None,
+    ) -> tuple[dict[TopicPartition, PartitionOffsets | MissingPartition], FirstOffsets]:
+        """:meth:`offset_ranges` and, in the same round of requests, the first offset at or after
+        each timestamp of ``times`` (KIP-79) in its partitions, None where no record is that new;
+        partitions not among ``partitions`` are not asked. Under read_committed the ranges carry
+        the high watermark and the last stable offset."""
+        rows, found = self._rows_and_times(
+            partitions,
+            TimeSpec(TimeKind.LATEST),
+            isolation,
+            NoMatch.LATEST,
+            topics,
+            times,
+            with_lso=isolation is Isolation.READ_COMMITTED,
+        )
+        ranges = {tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()}
+        return ranges, found
+
     def offset_rows(
         self,
         partitions: Iterable[TopicPartition],
@@ -189,16 +257,42 @@ class KafkaAdmin:
         *,
         with_lso: bool,
     ) -> dict[TopicPartition, OffsetRow | MissingPartition]:
+        rows, _ = self._rows_and_times(
+            partitions, time_spec, isolation, no_match, topics, {}, with_lso=with_lso
+        )
+        return rows
+
+    def _rows_and_times(
+        self,
+        partitions: Iterable[TopicPartition],
+        time_spec: TimeSpec,
+        isolation: Isolation,
+        no_match: NoMatch,
+        topics: Mapping[str, TopicInfo] | None,
+        times: Mapping[int, Iterable[TopicPartition]],
+        *,
+        with_lso: bool,
+    ) -> tuple[dict[TopicPartition, OffsetRow | MissingPartition], FirstOffsets]:
         tps = sorted(set(partitions), key=tp_key)
         deadline = Deadline(self.config.timeout_s)
         infos = self._known_topics({tp.topic for tp in tps}, topics, deadline)
         queries = ans.queries(time_spec, isolation, with_lso=with_lso)
-        answers, missing = self._consistent_answers(tps, queries, infos, deadline)
+        asked = set(tps)
+        named = {f"at {ts}": ts for ts in times}
+        only = {name: [tp for tp in times[ts] if tp in asked] for name, ts in named.items()}
+        only = {name: wanted for name, wanted in only.items() if wanted}
+        for name in only:  # KIP-79 by time, over every record written (not only committed ones)
+            queries[name] = (TimeSpec(TimeKind.TIMESTAMP, named[name]), Isolation.READ_UNCOMMITTED)
+        answers, missing = self._consistent_answers(tps, queries, infos, deadline, only)
+        found = {
+            named[name]: {tp: (offset if offset >= 0 else None) for tp, (offset, _) in answers[name].items()}
+            for name in only
+        }
         present = [tp for tp in tps if tp not in missing]
         ids = {name: info.topic_id for name, info in infos.items()}
         result: dict[TopicPartition, OffsetRow | MissingPartition] = dict(missing)
         result.update(ans.offset_rows(present, answers, ids, time_spec, isolation, no_match))
-        return dict(sorted(result.items(), key=item_key))
+        return dict(sorted(result.items(), key=item_key)), found
 
     def _known_topics(
         self, names: set[str], known: Mapping[str, TopicInfo] | None, deadline: Deadline
@@ -216,6 +310,7 @@ class KafkaAdmin:
         queries: Mapping[str, ans.Query],
         infos: Mapping[str, TopicInfo],
         deadline: Deadline,
+        only: Mapping[str, Iterable[TopicPartition]] | None = None,
     ) -> tuple[ans.Answers, dict[TopicPartition, MissingPartition]]:
         """Answers to every query that agree with each other, and the partitions that do not exist.
 
@@ -225,7 +320,7 @@ class KafkaAdmin:
         asked again too, until the deadline.
         """
         for attempt in itertools.count():
-            answers, gone = self.list_offsets(tps, queries, deadline)
+            answers, gone = self.list_offsets(tps, queries, deadline, only)
             missing = self._missing(gone | {tp for tp in tps if tp.topic not in infos}, deadline)
             unsure = sorted(gone - set(missing), key=tp_key)
             if unsure:
@@ -243,18 +338,24 @@ class KafkaAdmin:
         partitions: Iterable[TopicPartition],
         queries: Mapping[str, ans.Query],
         deadline: Deadline,
+        only: Mapping[str, Iterable[TopicPartition]] | None = None,
     ) -> tuple[dict[str, dict[TopicPartition, tuple[int, int]]], set[TopicPartition]]:
-        """Run several ListOffsets lookups of ``partitions`` at once: ``{name: (TimeSpec, isolation)}``.
+        """Run several ListOffsets lookups of ``partitions`` at once: ``{name: (TimeSpec, isolation)}``;
+        ``only``: the partitions of some lookups, when not all of ``partitions``.
 
         Returns ``{name: {tp: (offset, timestamp)}}`` and the partitions the cluster does not know.
         Transient errors are retried until ``deadline``; then KafkaUnavailable.
         """
         tps = set(partitions)
         answers: dict[str, dict[TopicPartition, tuple[int, int]]] = {name: {} for name in queries}
-        pending = {name: set(tps) for name in queries}
+        pending = {name: set((only or {}).get(name, tps)) for name in queries}
         gone: set[TopicPartition] = set()
+        # The answers name partitions by (topic, partition): map them back to the very objects
+        # asked for, so the sets and dicts below compare by identity (the dataclass's __eq__ runs
+        # Python, thousands of times per lookup otherwise).
+        asked = {(tp.topic, tp.partition): tp for tps_ in pending.values() for tp in tps_}
         for attempt in itertools.count():
-            last_error = self._list_offsets_once(queries, pending, answers, gone, deadline)
+            last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked)
             if not any(pending.values()):
                 break
             assert last_error is not None  # a partition is left only after a transient error
@@ -270,6 +371,7 @@ class KafkaAdmin:
         answers: dict[str, dict[TopicPartition, tuple[int, int]]],
         gone: set[TopicPartition],
         deadline: Deadline,
+        asked: Mapping[tuple[str, int], TopicPartition],
     ) -> BaseException | None:
         """One round of every pending lookup, all sent before any answer is awaited: answered and
         gone partitions leave ``pending``; returns the last transient error (the others are asked
@@ -296,14 +398,15 @@ class KafkaAdmin:
                 for tp in sorted(pending[name], key=tp_key):
                     judge(name, tp, exc)
                 continue
-            got = answers[name]
+            got, left = answers[name], pending[name]
             for ktp, info in answered.items():
-                tp = TopicPartition(ktp.topic, ktp.partition)
+                key = (ktp.topic, ktp.partition)
+                tp = asked.get(key) or TopicPartition(*key)
                 if isinstance(info, RdKafkaError):
                     judge(name, tp, KafkaException(info))
                 else:
-                    got[tp] = (int(info.offset), int(info.timestamp))
-                    pending[name].discard(tp)
+                    got[tp] = (info.offset, info.timestamp)
+                    left.discard(tp)
         return last_error
 
     def _submit(
@@ -320,12 +423,13 @@ class KafkaAdmin:
     def _send_list_offsets(
         self, tps: Iterable[TopicPartition], spec: TimeSpec, isolation: Isolation, deadline: Deadline
     ) -> Callable[[], Mapping[Any, Any]]:
-        """Send one ``list_offsets`` call for ``tps`` (librdkafka: one request per leader broker).
+        """Send the ``list_offsets`` calls for ``tps``, :data:`LIST_OFFSETS_CHUNK` partitions each
+        (librdkafka: one request per leader broker per call), all before any answer is awaited.
 
-        It goes through confluent_kafka's C entry point with one future for the whole call: the
-        public wrapper makes and checks a future per partition, which costs more than the
-        request itself for thousands of partitions. A confluent_kafka without that entry point
-        gets the public call."""
+        They go through confluent_kafka's C entry point with one future per call: the public
+        wrapper makes and checks a future per partition, which costs more than the request
+        itself for thousands of partitions. A confluent_kafka without that entry point gets the
+        public call."""
         from confluent_kafka import IsolationLevel
         from confluent_kafka import TopicPartition as KafkaTP
 
@@ -337,21 +441,37 @@ class KafkaAdmin:
         request = [KafkaTP(tp.topic, tp.partition, value) for tp in tps]
         timeout = self._request_timeout(deadline)
         what = f"ListOffsets of {len(request)} partition(s)"
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        future.set_running_or_notify_cancel()
+        calls: list[concurrent.futures.Future[Any]] = []
         try:
             from confluent_kafka.cimpl import _AdminClientImpl
 
-            _AdminClientImpl.list_offsets(
-                self.client, request, future, isolation_level_value=level.value, request_timeout=timeout
-            )
+            for at in range(0, len(request), LIST_OFFSETS_CHUNK):
+                future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                future.set_running_or_notify_cancel()
+                _AdminClientImpl.list_offsets(
+                    self.client,
+                    request[at : at + LIST_OFFSETS_CHUNK],
+                    future,
+                    isolation_level_value=level.value,
+                    request_timeout=timeout,
+                )
+                calls.append(future)
         except (ImportError, AttributeError, TypeError):
+            if calls:  # the entry point worked for a chunk: a real error, not a missing API
+                raise
             offset_spec = _offset_spec(spec)
             futures = self.client.list_offsets(
                 {ktp: offset_spec for ktp in request}, isolation_level=level, request_timeout=timeout
             )
             return lambda: _gather(futures, deadline, what, self.config)
-        return lambda: wait_for(future, deadline, what, self.config)
+
+        def wait() -> Mapping[Any, Any]:
+            answered: dict[Any, Any] = {}
+            for call in calls:
+                answered.update(wait_for(call, deadline, what, self.config))
+            return answered
+
+        return wait
 
     def _missing(
         self, tps: Iterable[TopicPartition], deadline: Deadline

@@ -44,15 +44,15 @@ def queries(time_spec: TimeSpec, isolation: Isolation, *, with_lso: bool) -> dic
 def torn(tps: Iterable[TopicPartition], answers: Answers) -> list[TopicPartition]:
     """Partitions answered in every query whose answers disagree (log start <= LSO <= high
     watermark does not hold): something changed between the lookups, so they are read again."""
-    ends = answers.get(LAST_STABLE, answers[HIGH_WATERMARK])
-    return [
-        tp
-        for tp in tps
-        if tp in answers[EARLIEST]
-        and tp in answers[HIGH_WATERMARK]
-        and tp in ends
-        and not answers[EARLIEST][tp][0] <= ends[tp][0] <= answers[HIGH_WATERMARK][tp][0]
-    ]
+    starts, hws = answers[EARLIEST], answers[HIGH_WATERMARK]
+    ends = answers.get(LAST_STABLE, hws)
+    out = []
+    for tp in tps:  # one dict lookup per answer and partition (thousands of partitions)
+        start, hw = starts.get(tp), hws.get(tp)
+        end = hw if ends is hws else ends.get(tp)
+        if start is not None and hw is not None and end is not None and not start[0] <= end[0] <= hw[0]:
+            out.append(tp)
+    return out
 
 
 def offset_row(
@@ -65,7 +65,8 @@ def offset_row(
 ) -> OffsetRow:
     """The row of one partition present in every answer (the last stable offset shown when asked)."""
     start, hw = answers[EARLIEST][tp][0], answers[HIGH_WATERMARK][tp][0]
-    lso = answers[LAST_STABLE][tp][0] if LAST_STABLE in answers else None
+    lsos = answers.get(LAST_STABLE)
+    lso = lsos[tp][0] if lsos is not None else None
     offsets = PartitionOffsets(tp, log_start=start, high_watermark=hw, last_stable=lso, topic_id=topic_id)
     end = lso if isolation is Isolation.READ_COMMITTED and lso is not None else hw
     return OffsetRow(offsets, _lookup(tp, answers, time_spec, start, end, no_match))

@@ -11,6 +11,7 @@ partition's log start and end, plus the first offsets at or after a time.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from recovery.errors import NoOffsetForTime
 from recovery.kafka.config import KafkaConfig
@@ -28,20 +29,53 @@ def cluster_view(
     """Every partition of every existing topic in ``topics``, with log start and end (the high
     watermark, or the last stable offset under read_committed), and the topics' ids. A topic absent
     from the view does not exist. Each topic is described once (its partitions and id come from
-    the same answer): one Metadata request, then one ListOffsets request per broker for the log
-    starts and one for the ends (under read_committed also one for the high watermarks, which a
-    consistent answer needs), sent together."""
+    the same answer): one Metadata request, then ListOffsets requests for the log starts and the
+    ends (under read_committed also for the high watermarks, which a consistent answer needs),
+    one per broker per 500 partitions each, all sent together."""
+    view, _, _ = _read_cluster(kafka, topics, isolation, {})
+    return view
+
+
+def cluster_with_times(
+    kafka: KafkaConfig,
+    topics: Iterable[str],
+    isolation: Isolation,
+    times: Mapping[int, Iterable[TopicPartition]],
+) -> tuple[ClusterView, Mapping[int, Mapping[TopicPartition, int | None]]]:
+    """:func:`cluster_view` (under read_committed with its ``high_watermarks`` and ``isolation``
+    set) and, sent in the same round of requests, the first offset whose record's timestamp is
+    >= T for each ``T: partitions`` of ``times`` (KIP-79; None where no record is that new).
+    Partitions of topics that do not exist are left out.
+
+    Example::
+
+        view, found = cluster_with_times(kafka, {"orders"}, READ_UNCOMMITTED, {t: [orders_0]})
+        found[t][orders_0]  # 1042, or None
+    """
+    view, hwms, found = _read_cluster(kafka, topics, isolation, times)
+    if isolation is Isolation.READ_COMMITTED:
+        view = replace(view, isolation=isolation, high_watermarks=hwms)
+    return view, found
+
+
+def _read_cluster(
+    kafka: KafkaConfig,
+    topics: Iterable[str],
+    isolation: Isolation,
+    times: Mapping[int, Iterable[TopicPartition]],
+) -> tuple[ClusterView, dict[TopicPartition, int], Mapping[int, Mapping[TopicPartition, int | None]]]:
     from recovery.kafka.admin import admin_for
 
     admin = admin_for(kafka)
     described = admin.describe(sorted(set(topics)))
     infos = {name: info for name, info in described.items() if info is not None}
     tps = [TopicPartition(name, p) for name, info in sorted(infos.items()) for p in range(info.partitions)]
-    ranges = admin.offset_ranges(tps, isolation, topics=infos) if tps else {}
-    found = [row for row in ranges.values() if isinstance(row, PartitionOffsets)]
+    ranges, found = admin.ranges_and_times(tps, isolation, times, topics=infos) if tps else ({}, {})
+    rows = [row for row in ranges.values() if isinstance(row, PartitionOffsets)]
     # A broker without topic ids (KIP-516) answers the zero UUID: unknown, never recorded or compared.
     ids = {name: info.topic_id for name, info in sorted(infos.items()) if info.topic_id != ZERO_TOPIC_ID}
-    return ClusterView({row.tp: row.range for row in found}, ids)
+    view = ClusterView({row.tp: row.range for row in rows}, ids)
+    return view, {row.tp: row.high_watermark for row in rows}, found
 
 
 def time_targets(

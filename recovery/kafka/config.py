@@ -34,6 +34,16 @@ _JAAS = re.compile(
 )
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"|(\w+)\s*=\s*(\S+)')
 
+# One bootstrap server: [PROTOCOL://]HOST:PORT, HOST a name or an IPv4 address, or an IPv6 address
+# in brackets. The Java clients' rule (clients/.../common/utils/Utils.java HOST_PORT_PATTERN, used by
+# ClientUtils.parseAndValidateAddresses): a port is required. librdkafka would default it to 9092,
+# but a command line the Java tools reject is a typo here too.
+_SERVER = re.compile(
+    r"^(?:[A-Za-z][A-Za-z0-9+.\-_]*://)?(?:\[(?P<v6>[0-9A-Fa-f:.%a-z]+)\]|(?P<host>[0-9A-Za-z\-._%]+))"
+    r"(?::(?P<port>[^:]*))?$"
+)
+_USERINFO = re.compile(r"[^,/@\s]*@")
+
 
 def is_secret(key: str) -> bool:
     """Whether the value of client property ``key`` must never be shown."""
@@ -63,8 +73,7 @@ class KafkaConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
 
     def __post_init__(self) -> None:
-        if not self.bootstrap_servers.strip():
-            raise InvalidInput("--bootstrap-server is empty: give HOST:PORT[,HOST:PORT...]")
+        check_bootstrap_servers(self.bootstrap_servers)
         if self.timeout_s <= 0:
             raise InvalidInput(f"the Kafka timeout must be positive, not {self.timeout_s}")
         clash = _RESERVED & set(self.properties)
@@ -114,6 +123,25 @@ class KafkaConfig:
                 raise ConfigError(f"-X {name}...: expected prop=val (the value is not shown)")
             properties[key.strip()] = value.strip()
         return cls(bootstrap_servers, translate_java_properties(properties), timeout_s)
+
+
+def check_bootstrap_servers(servers: str) -> None:
+    """Raise InvalidInput (exit 2, before any connection is tried) unless ``servers`` is a comma
+    separated list of ``[PROTOCOL://]HOST:PORT`` with PORT in 1-65535 (IPv6 hosts in brackets)."""
+    if not servers.strip():
+        raise InvalidInput("--bootstrap-server is empty: give HOST:PORT[,HOST:PORT...]")
+    for entry in (e.strip() for e in servers.split(",")):
+        shown = repr(_USERINFO.sub("***@", entry))  # user:password@host is no server, and a secret
+        match = _SERVER.match(entry)
+        if not entry or match is None:
+            raise InvalidInput(
+                f"--bootstrap-server: {shown} is not HOST:PORT (as broker:9092, or [::1]:9092 for IPv6)"
+            )
+        port = match.group("port")
+        if port is None:
+            raise InvalidInput(f"--bootstrap-server: {shown} has no port (HOST:PORT, as broker:9092)")
+        if not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise InvalidInput(f"--bootstrap-server: the port of {shown} is not in 1-65535")
 
 
 def _shown(item: str) -> str:

@@ -5,6 +5,15 @@ The rules we follow are kafka-consumer-groups' (``ConsumerGroupCommand``): offse
 can only be reset if the group … is inactive"). The broker does not check that a committed offset is
 inside the log (KIP-211 notes and ``OffsetCommit`` handling), so we check it before writing.
 
+Whose group it is: every offset the toolkit commits carries ``stream-recovery:1:<writer>`` in its
+commit metadata (``OffsetCommitRequest``'s ``committed_metadata``, stored by the coordinator with the
+offset and returned by ``OffsetFetch``; librdkafka/confluent-kafka pass it as
+``TopicPartition.metadata``). A group holding commits without it belongs to someone else: writing
+into it is refused (GroupNotOurs) unless ``force``, and then its previous offsets are first saved to
+a ``topic,partition,offset`` file that ``group set --from-file`` restores. A group with members is
+refused even with ``force``: the coordinator rejects the commit (UNKNOWN_MEMBER_ID) and a live
+consumer would overwrite it at its next commit anyway.
+
 Expiry (KIP-211): once a group is Empty, its offsets are deleted after ``offsets.retention.minutes``
 (7 days by default). An expired offset is simply absent; :func:`show_group` compares an earlier
 export with what the group holds now and names what vanished. The values and judgements are in
@@ -14,10 +23,14 @@ export with what the group holds now and names what vanished. The values and jud
 from __future__ import annotations
 
 import logging
+import os
+import re
+import stat
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
-from recovery.errors import GroupActive, KafkaError, RecoveryError
+from recovery.errors import GroupActive, InvalidInput, KafkaError, OffsetSpecError, RecoveryError
 from recovery.kafka._errors import error_code, is_transient, translate
 from recovery.kafka._retry import Deadline, backoff, wait_for
 from recovery.kafka.admin import KafkaAdmin, admin_for
@@ -26,8 +39,12 @@ from recovery.kafka.group_values import (
     GroupChange,
     GroupOffsets,
     GroupReport,
+    backup_rows,
     check_in_log,
     check_inactive,
+    check_known,
+    check_ours,
+    commit_metadata,
     expired_offsets,
     group_report,
     read_offsets_file,
@@ -38,11 +55,14 @@ __all__ = [
     "GroupChange",
     "GroupOffsets",
     "GroupReport",
+    "default_backup_dir",
     "expired_offsets",
     "group_offsets",
+    "load_offsets_file",
     "read_offsets_file",
     "set_group_offsets",
     "show_group",
+    "write_backup",
 ]
 
 log = logging.getLogger(__name__)
@@ -61,8 +81,9 @@ def group_offsets(config: KafkaConfig, group: str) -> GroupOffsets:
     admin = admin_for(config)
     deadline = Deadline(config.timeout_s)
     state, members, coordinator = _describe_group(admin, group, deadline)
-    committed = _committed(admin, group, deadline)
-    return GroupOffsets(group, state, members, committed, _retention_minutes(admin, coordinator, deadline))
+    committed, metadata = _committed(admin, group, deadline)
+    retention = _retention_minutes(admin, coordinator, deadline)
+    return GroupOffsets(group, state, members, committed, retention, metadata)
 
 
 def show_group(
@@ -89,21 +110,112 @@ def set_group_offsets(
     offsets: Mapping[TopicPartition, int],
     *,
     execute: bool = True,
+    force: bool = False,
+    backup_dir: str | None = None,
+    written_by: str = "group set",
 ) -> GroupChange:
-    """Write ``offsets`` as ``group``'s committed offsets; the change carries the group as it was.
+    """Write ``offsets`` as ``group``'s committed offsets, marked as the toolkit's (``written_by``
+    names the writer in the commit metadata); the change carries the group as it was.
 
-    Refused (GroupActive) while the group has members, and (OffsetOutsideLog) for an offset outside
-    its partition's [log start offset, high watermark]. With ``execute=False`` only the checks run.
+    Refused, nothing written: GroupActive while the group has members (even with ``force``);
+    InvalidInput for a partition the cluster does not have; OffsetOutsideLog for an offset outside
+    its partition's [log start offset, high watermark]; GroupNotOurs when the group holds commits the
+    toolkit did not write, unless ``force`` -- then, before writing, those offsets are saved to a
+    ``topic,partition,offset`` file in ``backup_dir`` (default :func:`default_backup_dir`) named by
+    ``GroupChange.backup``. A group with no commits is written as is. With ``execute=False`` only
+    the checks run.
+
+    Example::
+
+        change = set_group_offsets(kafka, "billing", {TopicPartition("orders", 0): 42}, force=True)
+        change.backup  # '/home/me/.local/state/stream-recovery/group-backups/billing-20261123T150102Z.csv'
     """
     admin = admin_for(config)
     deadline = Deadline(config.timeout_s)
     state, members, _ = _describe_group(admin, group, deadline)
-    before = GroupOffsets(group, state, members, _committed(admin, group, deadline))
+    committed, metadata = _committed(admin, group, deadline)
+    before = GroupOffsets(group, state, members, committed, metadata=metadata)
     check_inactive(before)
-    check_in_log(offsets, admin.offset_ranges(offsets))
+    if offsets:
+        ranges = admin.offset_ranges(offsets)
+        check_known(offsets, ranges)
+        check_in_log(offsets, ranges)
+        check_ours(before, force=force)
+    backup = None
     if execute and offsets:
-        _alter(admin, group, offsets, deadline)
-    return GroupChange(before, dict(sorted(offsets.items())), executed=execute)
+        if before.foreign:
+            backup = str(write_backup(before, backup_dir))
+            log.info("group %s: its previous offsets are saved in %s", group, backup)
+        _alter(admin, group, offsets, commit_metadata(written_by), deadline)
+    return GroupChange(before, dict(sorted(offsets.items())), executed=execute, backup=backup)
+
+
+# -- backups and offsets files (local files) -----------------------------------------------------------
+
+
+def default_backup_dir() -> Path:
+    """Where group backups go without ``--backup-dir``: ``$XDG_STATE_HOME/stream-recovery/group-backups``
+    (``~/.local/state/...`` when unset), the XDG base-directory place for state worth keeping."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "stream-recovery" / "group-backups"
+
+
+def write_backup(before: GroupOffsets, backup_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Save ``before``'s committed offsets to a new file ``<group>-<UTC time>.csv`` in ``backup_dir``
+    (created if missing) and return its path. Written to a temporary name, flushed to disk, then
+    linked into place, so the file is whole or absent and an existing file is never replaced. Any OS
+    error is bad input (InvalidInput: the directory is the user's choice) and leaves no file behind."""
+    if backup_dir is not None and "://" in str(backup_dir):
+        raise InvalidInput(f"--backup-dir {backup_dir}: group backups go to a local directory")
+    directory = Path(backup_dir) if backup_dir is not None else default_backup_dir()
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", before.group)[:100] or "group"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    data = backup_rows(before).encode()
+    temp: Path | None = None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for attempt in range(100):
+            target = directory / f"{safe}-{stamp}{f'-{attempt}' if attempt else ''}.csv"
+            if not target.exists():
+                break
+        temp = directory / f".{target.name}.{os.getpid()}.tmp"
+        with open(temp, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(temp, target)  # fails instead of replacing a file that appeared meanwhile
+        os.unlink(temp)
+        _fsync_dir(directory)
+        return target
+    except OSError as exc:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+        raise InvalidInput(
+            f"--backup-dir {directory}: cannot write the backup of group {before.group} "
+            f"({exc.strerror or type(exc).__name__}). Nothing was written."
+        ) from None
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the new directory entry durable (POSIX: a file's fsync does not cover its name)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def load_offsets_file(path: str, *, flag: str = "--from-file") -> dict[TopicPartition, int]:
+    """:func:`read_offsets_file` on the file at ``path``, read as bytes so a line that is not UTF-8
+    is named exactly. A path that is not a regular file (a directory, a FIFO that would block) or
+    cannot be read is OffsetSpecError (exit 2), one line."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise OffsetSpecError(f"{flag} {path}: not a regular file")
+        with open(path, "rb") as handle:
+            return read_offsets_file(handle, path, flag=flag)
+    except OSError as exc:
+        raise OffsetSpecError(f"{flag} {path}: cannot read ({exc.strerror or type(exc).__name__})") from None
 
 
 # -- IO with the group coordinator ---------------------------------------------------------------------
@@ -139,7 +251,10 @@ def _describe_group(admin: KafkaAdmin, group: str, deadline: Deadline) -> tuple[
             attempt += 1
 
 
-def _committed(admin: KafkaAdmin, group: str, deadline: Deadline) -> dict[TopicPartition, int]:
+def _committed(
+    admin: KafkaAdmin, group: str, deadline: Deadline
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str]]:
+    """The group's committed offsets and each one's commit metadata (OffsetFetch returns both)."""
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 
     what = f"reading the offsets of group {group}"
@@ -150,17 +265,20 @@ def _committed(admin: KafkaAdmin, group: str, deadline: Deadline) -> dict[TopicP
         result = wait_for(futures[group], deadline, what, admin.config)
     except KafkaException as exc:
         if error_code(exc) == "GROUP_ID_NOT_FOUND":
-            return {}
+            return {}, {}
         raise translate(exc, what, admin.config) from exc
     committed: dict[TopicPartition, int] = {}
+    metadata: dict[TopicPartition, str] = {}
     for ktp in result.topic_partitions or ():
         if ktp.error is not None:
             raise KafkaError(
                 f"reading the offset of group {group} for {ktp.topic} [{ktp.partition}]: {ktp.error}"
             )
         if ktp.offset >= 0:
-            committed[TopicPartition(ktp.topic, ktp.partition)] = int(ktp.offset)
-    return dict(sorted(committed.items()))
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            committed[tp] = int(ktp.offset)
+            metadata[tp] = ktp.metadata or ""
+    return dict(sorted(committed.items())), metadata
 
 
 def _retention_minutes(admin: KafkaAdmin, coordinator: int | None, deadline: Deadline) -> int | None:
@@ -183,13 +301,19 @@ def _retention_minutes(admin: KafkaAdmin, coordinator: int | None, deadline: Dea
         return None
 
 
-def _alter(admin: KafkaAdmin, group: str, offsets: Mapping[TopicPartition, int], deadline: Deadline) -> None:
+def _alter(
+    admin: KafkaAdmin, group: str, offsets: Mapping[TopicPartition, int], metadata: str, deadline: Deadline
+) -> None:
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
     from confluent_kafka import TopicPartition as KafkaTP
 
     what = f"setting the offsets of group {group}"
     request = ConsumerGroupTopicPartitions(
-        group, [KafkaTP(tp.topic, tp.partition, offset) for tp, offset in sorted(offsets.items())]
+        group,
+        [
+            KafkaTP(tp.topic, tp.partition, offset, metadata=metadata)
+            for tp, offset in sorted(offsets.items())
+        ],
     )
     future = admin.client.alter_consumer_group_offsets(
         [request], request_timeout=max(1.0, deadline.remaining())

@@ -13,7 +13,10 @@ request per broker, and prefetches while we work); records are taken in batches
 (``Consumer.consume(num_messages=…)``) and handled per run of one partition with C-level
 ``map`` calls, so no Python object is made per record unless asked: :meth:`LogReader.run` keeps
 only the summary, :meth:`LogReader.chunks` hands over :class:`~recovery.kafka.values.RecordChunk`
-columns, :meth:`LogReader.batches` makes a :class:`ConsumedRecord` per record.
+columns, :meth:`LogReader.batches` makes a :class:`ConsumedRecord` per record. The consumer is
+opened while the offsets are looked up (its connections overlap the lookup), and no call waits for
+more records than are left to the snapshot ends (``consume(n)`` otherwise sits out its timeout
+after the last record).
 
 Edge cases handled:
 
@@ -78,6 +81,10 @@ _FETCH_DEFAULTS: dict[str, str | int | float | bool] = {
     "queued.max.messages.kbytes": 256 * 1024,
     "fetch.wait.max.ms": 100,
 }
+# Seconds one consume() call may wait for a full batch; near the snapshot ends (fewer offsets
+# left than a batch), for what is left.
+_WAIT_S = 0.5
+_WAIT_NEAR_END_S = 0.05
 # Seconds between two progress reports (the bar redraws at most that often).
 _PROGRESS_EVERY_S = 0.2
 
@@ -161,6 +168,7 @@ class LogReader:
         self._ranges: Mapping[TopicPartition, PartitionOffsets | MissingPartition] | None = None
         self._reported_at = 0.0
         self._one_topic: str | None = None  # the topic, when every partition read is of one topic
+        self._consumer: Any = None  # opened ahead of the read by from_selection
 
     @classmethod
     def from_selection(
@@ -181,8 +189,14 @@ class LogReader:
         partition named explicitly that does not exist makes the read raise TopicNotFound.
         """
         admin = admin_for(config)
-        tps, topics = admin.resolve(selection)
-        rows = admin.offset_rows(tps, start, isolation, NoMatch.LATEST, topics=topics)
+        # The consumer connects (bootstrap, metadata, coordinator) while the offsets are looked up.
+        consumer = _new_consumer(config, isolation)
+        try:
+            tps, topics = admin.resolve(selection)
+            rows = admin.offset_rows(tps, start, isolation, NoMatch.LATEST, topics=topics)
+        except BaseException:
+            consumer.close()
+            raise
         # None: from the log start (earliest; and a missing partition, which the read reports).
         from_log_start = start.kind is TimeKind.EARLIEST
         starts = {
@@ -195,6 +209,7 @@ class LogReader:
         reader._ranges = {
             tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()
         }
+        reader._consumer = consumer
         return reader
 
     @property
@@ -252,42 +267,32 @@ class LogReader:
             end = max(offsets.end, start)
             self._states[tp] = _State(tp, start, end, start, done=start >= offsets.end, gaps=gaps)
 
-    def _consumer_settings(self) -> dict[str, str | int | float | bool]:
-        settings = {k: v for k, v in _FETCH_DEFAULTS.items() if k not in self.config.properties}
-        settings.update(
-            {
-                # A throwaway group id: assign() never joins it and nothing is committed.
-                "group.id": f"stream-recovery-read-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "isolation.level": self.isolation.value,
-                # Report OUT_OF_RANGE to us instead of silently jumping (we record the gap).
-                "auto.offset.reset": "error",
-                "enable.partition.eof": True,
-            }
-        )
-        return self.config.client_config(**settings)
+    def close(self) -> None:
+        """Close the consumer opened ahead of the read, if the read never ran (it closes its own)."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            consumer.close()
 
     def _read(self, *, keep: bool) -> Iterator[tuple[RecordChunk, ...]]:
-        from confluent_kafka import Consumer, KafkaException
+        from confluent_kafka import KafkaException
 
         if self._finished:
             raise RuntimeError("a LogReader reads once; make a new one")
         self._finished = True
         deadline = Deadline(self.deadline_s)
-        self._snapshot()
+        try:
+            self._snapshot()
+        except BaseException:
+            self.close()
+            raise
         self._report(force=True)
         todo = [tp for tp, s in self._states.items() if not s.done]
         if not todo:
+            self.close()
             return
         topics = {tp.topic for tp in todo}
         self._one_topic = next(iter(topics)) if len(topics) == 1 else None
-        try:
-            consumer = Consumer(self._consumer_settings())
-        except (KafkaException, ValueError, TypeError) as exc:
-            raise ConfigError(
-                f"Kafka consumer settings are invalid: {scrub(str(exc), self.config)}"
-            ) from None
+        consumer, self._consumer = self._consumer or _new_consumer(self.config, self.isolation), None
         try:
             consumer.assign([self._ktp(tp, self._states[tp].position) for tp in todo])
             yield from self._poll(consumer, deadline, keep)
@@ -310,19 +315,27 @@ class LogReader:
             self.progress(self._covered(), self.total_offsets)
 
     def _poll(self, consumer: Any, deadline: Deadline, keep: bool) -> Iterator[tuple[RecordChunk, ...]]:
-        pending = sum(1 for s in self._states.values() if not s.done)
+        pending = [s for s in self._states.values() if not s.done]
         while pending:
             if deadline.expired():
-                raise self._timed_out([tp for tp, s in self._states.items() if not s.done])
-            messages = consumer.consume(self.batch_size, timeout=min(0.5, max(0.01, deadline.remaining())))
+                raise self._timed_out([s.tp for s in pending])
+            # consume(n) returns when n messages arrived or at the timeout, whichever is first:
+            # never ask for more than the offsets left to the snapshot ends, else the last call
+            # waits out its whole timeout after the final record (0.5 s of every read). Control
+            # records and aborted ones take offsets but are never delivered: near the end the
+            # wait is short and the positions are checked after it.
+            left = sum(s.end - s.position for s in pending)
+            wanted = max(1, min(self.batch_size, left))
+            wait = _WAIT_S if wanted == self.batch_size else _WAIT_NEAR_END_S
+            messages = consumer.consume(wanted, timeout=min(wait, max(0.01, deadline.remaining())))
             chunks, events = self._take(consumer, messages, keep)
             for event in events:
                 self._on_error(consumer, event, deadline)
-            if len(messages) < self.batch_size:
+            if len(messages) < wanted:
                 # Caught up with what librdkafka prefetched: the position may have moved past
                 # records never delivered (control records, aborted transactions).
                 self._check_positions(consumer)
-            pending = sum(1 for s in self._states.values() if not s.done)
+            pending = [s for s in pending if not s.done]
             self._report(force=not pending)
             if chunks:
                 yield chunks
@@ -468,6 +481,29 @@ class LogReader:
             f"read-to-end did not reach the end within {self.deadline_s:g}s: {where}{more}. "
             "Nothing beyond what was printed was read; try again with a longer deadline (--deadline)."
         )
+
+
+def _new_consumer(config: KafkaConfig, isolation: Isolation) -> Any:
+    """A consumer for one read: assign() only (no group membership), nothing committed."""
+    from confluent_kafka import Consumer, KafkaException
+
+    settings = {k: v for k, v in _FETCH_DEFAULTS.items() if k not in config.properties}
+    settings.update(
+        {
+            # A throwaway group id: assign() never joins it and nothing is committed.
+            "group.id": f"stream-recovery-read-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": isolation.value,
+            # Report OUT_OF_RANGE to us instead of silently jumping (we record the gap).
+            "auto.offset.reset": "error",
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        return Consumer(config.client_config(**settings))
+    except (KafkaException, ValueError, TypeError) as exc:
+        raise ConfigError(f"Kafka consumer settings are invalid: {scrub(str(exc), config)}") from None
 
 
 def read_to_end(

@@ -1,6 +1,7 @@
 """What the Kafka edge answers, as frozen values (pure: no IO).
 
-* :class:`TopicInfo`         a topic as the metadata describes it (partitions, KIP-516 topic id);
+* :class:`TopicInfo`         a topic as the metadata describes it (partitions, KIP-516 topic id,
+  in Kafka's text form: :func:`kafka_topic_id`);
 * :class:`PartitionOffsets`  a partition's log start offset, high watermark and last stable offset;
 * :class:`MissingPartition`  a partition that was asked for and does not exist (never omitted);
 * :class:`TimeLookup`        the offset a ``--time`` maps to in one partition;
@@ -24,6 +25,18 @@ from recovery.model import NoMatch, OffsetRange, TopicPartition
 class MissingReason(StrEnum):
     TOPIC_GONE = "TOPIC_GONE"  # the cluster has no topic of that name
     PARTITION_GONE = "PARTITION_GONE"  # the topic exists but has fewer partitions
+
+
+def kafka_topic_id(text: str) -> str:
+    """A topic id in Kafka's own text form: URL-safe base64 of its 16 bytes without padding
+    (apache/kafka clients/src/main/java/org/apache/kafka/common/Uuid.java ``toString``:
+    ``Base64.getUrlEncoder().withoutPadding()``), as kafka-topics.sh prints it. confluent_kafka's
+    ``str(Uuid)`` is standard base64 (``+``, ``/``); ids recorded in that form earlier are read
+    through this too, so both forms compare equal.
+
+    Example: ``kafka_topic_id("a+b/cQ==")`` is ``"a-b_cQ"``.
+    """
+    return text.strip().replace("+", "-").replace("/", "_").rstrip("=")
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ from recovery.local.jars import jar_dir
 
 # Retention settings that make the log start offset move within a second or two, as in production
 # but faster. Kafka 4.x refuses segments under 1 MiB (KIP-1030); topics that need small segments use
-# `segment.ms` (roll by time) instead.
+# `segment.ms` (roll by time) instead. tests/runway expects retention to delete within one check
+# interval after the runway's predicted time (it reads the interval from here).
 RETENTION_TESTABLE = {
     "log.initial.task.delay.ms": "0",
     "log.retention.check.interval.ms": "1000",
@@ -267,7 +268,9 @@ class LocalKafkaBroker:
     def _format(self, props: Path) -> None:
         data = Path(self._settings()["log.dirs"])
         shutil.rmtree(data, ignore_errors=True)
-        cmd = self._java_cmd("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(props))
+        cmd = self._java_cmd(
+            "kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(props)
+        )
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
             raise RigError(

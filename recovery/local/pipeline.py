@@ -31,6 +31,7 @@ def start_kafka_to_delta(
     options: Mapping[str, str] | None = None,
     query_name: str | None = None,
     crash_on_batch: int | None = None,
+    processing_time: str | None = None,
 ) -> StreamingQuery:
     """Start the pipeline. Several topics give several Kafka sources (one per topic, unioned), so
     the checkpoint's offsets files carry one line per source.
@@ -38,6 +39,9 @@ def start_kafka_to_delta(
     ``crash_on_batch`` fails that batch before anything reaches the table, as a crash between
     Spark's write-ahead ``offsets/N`` and ``commits/N`` does; the sink is then a ``foreachBatch``
     that appends to the same Delta table idempotently (txnAppId per checkpoint, txnVersion = batch id).
+
+    ``processing_time`` (e.g. ``"1 hour"``) runs the query continuously with that trigger instead of
+    ``availableNow``: the first batch starts at once, and the query keeps running until stopped.
     """
     topics = [topic] if isinstance(topic, str) else list(topic)
     frames = []
@@ -63,7 +67,12 @@ def start_kafka_to_delta(
     rows = frames[0]
     for frame in frames[1:]:
         rows = rows.unionByName(frame)
-    writer = rows.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
+    writer = rows.writeStream.option("checkpointLocation", checkpoint)
+    writer = (
+        writer.trigger(processingTime=processing_time)
+        if processing_time
+        else writer.trigger(availableNow=True)
+    )
     if query_name:
         writer = writer.queryName(query_name)
     if crash_on_batch is None:

@@ -11,7 +11,9 @@ Pure: no IO. The JSON keys are documented (docs/checkpoint.md) and tested:
 * ``restore``: ``backup``, ``executed``, ``written``, ``removed``, ``unchanged``, ``safety_backup``.
 
 The tables pick columns from rows with the same keys; the ``%`` lines (:func:`show_notes` ...) carry
-the context.
+the context. Beyond :data:`PAGE_ROWS` partitions the ``show`` table has one row per topic
+(:func:`summary_rows`: ``partitions``, ``min_offset``, ``max_offset``, ``min_initial``,
+``max_initial``) and a ``%`` line saying so; ``--all`` and ``--output json`` give every partition.
 """
 
 from __future__ import annotations
@@ -49,6 +51,18 @@ BACKUP_COLUMNS: Columns = (
     ("absent_paths", "ABSENT"),
 )
 RESTORE_COLUMNS: Columns = (("path", "PATH"), ("change", "CHANGE"))
+# Beyond this many partitions the table shows one line per topic (``--all``: one per partition).
+PAGE_ROWS = 50  # as validate's table (recovery.report.findings.PAGE_ROWS)
+SUMMARY_COLUMNS: Columns = (
+    ("source_id", "SOURCE"),
+    ("kind", "KIND"),
+    ("topic", "TOPIC"),
+    ("partitions", "PARTITIONS"),
+    ("min_offset", "MIN_OFFSET"),
+    ("max_offset", "MAX_OFFSET"),
+    ("min_initial", "MIN_INITIAL"),
+    ("max_initial", "MAX_INITIAL"),
+)
 
 _NEXT = {
     "next_batch": "batch {batch_id} starts from {start}; its end is read fresh from the source",
@@ -131,6 +145,65 @@ def source_rows(info: CheckpointInfo) -> list[dict[str, Any]]:
             for tp, offset in source.offsets
         )
     return rows
+
+
+def partition_count(info: CheckpointInfo) -> int:
+    """How many partition rows the full table has (all Kafka sources of the batch shown)."""
+    return sum(len(source.offsets) for source in info.sources if source.offsets is not None)
+
+
+def is_summarised(info: CheckpointInfo, *, show_all: bool) -> bool:
+    """Whether the table shows one line per topic: more partitions than a page, and no ``--all``."""
+    return not show_all and partition_count(info) > PAGE_ROWS
+
+
+def _by_topic(offsets: Offsets | None) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp, offset in offsets or ():
+        out.setdefault(tp.topic, []).append(offset)
+    return out
+
+
+def summary_rows(info: CheckpointInfo) -> list[dict[str, Any]]:
+    """One row per topic of each Kafka source (partition count, lowest and highest offset and initial
+    offset), one per other source: what a table of 100,000 partitions would bury."""
+    rows: list[dict[str, Any]] = []
+    for source in info.sources:
+        kind = source.kind.value if source.kind else None
+        if source.offsets is None:
+            text = "-" if source.text is None else source.text.strip()
+            rows.append({"source_id": source.source_id, "kind": kind, "text": text})
+            continue
+        initial = _by_topic(source.initial_offsets)
+        for topic, offsets in _by_topic(source.offsets).items():
+            first = initial.get(topic)
+            rows.append(
+                {
+                    "source_id": source.source_id,
+                    "kind": kind,
+                    "topic": topic,
+                    "partitions": len(offsets),
+                    "min_offset": min(offsets),
+                    "max_offset": max(offsets),
+                    "min_initial": min(first) if first else None,
+                    "max_initial": max(first) if first else None,
+                }
+            )
+    return rows
+
+
+def summary_columns(info: CheckpointInfo) -> Columns:
+    other = any(source.offsets is None for source in info.sources)
+    return (*SUMMARY_COLUMNS, TEXT_COLUMN) if other else SUMMARY_COLUMNS
+
+
+def summary_note(info: CheckpointInfo) -> str:
+    """The ``%`` line under a summarised table: what it stands for and how to see every row."""
+    topics = len({(s.source_id, tp.topic) for s in info.sources for tp, _ in s.offsets or ()})
+    return (
+        f"{partition_count(info)} partitions in {topics} topic{'' if topics == 1 else 's'}: one line "
+        f"per topic (more than {PAGE_ROWS}); add --all for one line per partition, or --output json"
+    )
 
 
 def source_columns(info: CheckpointInfo) -> Columns:

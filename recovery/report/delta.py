@@ -4,26 +4,31 @@ JSON keys (``--output json``; tested in tests/delta):
 
 * ``delta-source validate|repair``: one object: ``checkpoint``, ``query_id``, ``batch_id``,
   ``strategy``, ``findings`` (``source_id``, ``table``, ``verdict``, ``needed_from``, ``resume_from``,
-  ``earliest``, ``latest``, ``versions_lost``, ``files_missing``, ``spark_error``, ``detail``),
+  ``earliest``, ``latest``, ``versions_lost``, ``lost_unknown`` (true: a re-created table, whose
+  unread versions cannot be counted; ``versions_lost`` is then not the loss), ``files_missing``,
+  ``spark_error``, ``detail``),
   ``moves`` (``source_id``, ``file``, ``old``, ``new``: offset objects as Delta spells them),
   ``losses`` (``source_id``, ``versions_lost``, ``versions_skipped``, ``files_skipped``,
   ``reads_snapshot``: the version whose snapshot the stream reads in full from its first file or
-  null, ``rereads``), ``refused``, ``sink_warning`` (message or null), ``restart_problem`` (why Spark
-  cannot restart from the checkpoint at all, or null), ``executed`` and ``backup_id`` (null unless
-  executed).
+  null, ``rereads``, ``lost_unknown`` and ``lost_from``: the old table's version from which an
+  unknown number of rows is lost, or null), ``refused``, ``sink_warning`` (message or null),
+  ``restart_problem`` (why Spark cannot restart from the checkpoint at all, or null),
+  ``executed`` and ``backup_id`` (null unless executed).
 * ``ledger show``: a list of rows: ``topic``, ``partition``, ``offset``, ``batch_id``,
   ``committed_at``, ``written_by``, ``note``.
 * ``ledger validate``: one object: ``table``, ``pipeline``, ``version``, ``batch_id`` (the next run),
-  ``isolation``, ``needs_action``, ``partitions``: ``topic``, ``partition``, ``verdict``,
-  ``ledger_offset``, ``batch_end``, ``log_start_offset``, ``log_end_offset``, ``records_lost``,
-  ``spark_error``, ``silently_skipped``, ``detail``.
+  ``isolation``, ``needs_action``, ``pending_batch`` (``data_table``, ``batch_id``, ``end``: a
+  batch the data table holds and the ledger does not, judged as written; null), ``partitions``:
+  ``topic``, ``partition``, ``verdict``, ``ledger_offset``, ``batch_end``, ``log_start_offset``,
+  ``log_end_offset``, ``records_lost``, ``spark_error``, ``silently_skipped``, ``detail``.
 * ``ledger repair``: one object: ``table``, ``pipeline``, ``from_version``, ``batch_id``,
   ``strategy``, ``isolation``, ``partitions`` (as for ``validate``, plus ``on_restart``), ``moves``
   (``topic``, ``partition``, ``verdict``, ``old``, ``new``, ``lost``, ``skipped``, ``replayed``,
   ``reason``), ``rows`` (the correction rows: ``topic``, ``partition``, ``start_offset``,
   ``end_offset``, ``note``), ``dropped`` (``topic``, ``partition``: gone, which no row can express),
-  ``totals`` (``lost``, ``skipped``, ``replayed``), ``refused``, ``executed``, ``version`` (of the
-  correction commit).
+  ``totals`` (``lost``, ``skipped``, ``replayed``), ``refused``, ``pending_batch`` (as for
+  ``validate``), ``executed``, ``completed_version`` (of the commit that wrote the pending batch's
+  rows, or null), ``version`` (of the correction commit, or null).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 
 from recovery.checkpoint.format import DeltaSourceOffset, delta_offset_json
 from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState
-from recovery.delta.model import DeltaSourceResult
+from recovery.delta.model import DeltaSourceResult, unknown_loss
 from recovery.model import Finding
 from recovery.report.findings import MOVE_COLUMNS, VALIDATE_COLUMNS, finding_rows, move_rows
 
@@ -76,6 +81,7 @@ def source_body(result: DeltaSourceResult) -> dict[str, Any]:
                 "earliest": f.earliest,
                 "latest": f.latest,
                 "versions_lost": f.versions_lost,
+                "lost_unknown": f.lost_unknown,
                 "files_missing": f.files_missing,
                 "spark_error": f.spark_error,
                 "detail": f.detail,
@@ -94,6 +100,8 @@ def source_body(result: DeltaSourceResult) -> dict[str, Any]:
                 "files_skipped": loss.files_skipped,
                 "reads_snapshot": loss.reads_snapshot,
                 "rereads": loss.rereads,
+                "lost_unknown": loss.lost_unknown,
+                "lost_from": loss.lost_from,
             }
             for loss in plan.losses
         ],
@@ -114,7 +122,7 @@ def source_finding_rows(result: DeltaSourceResult) -> list[dict[str, Any]]:
             "offset": f.resume_from,
             "earliest": f.earliest,
             "latest": f.latest,
-            "versions_lost": f.versions_lost,
+            "versions_lost": f"unknown (from {f.resume_from})" if f.lost_unknown else f.versions_lost,
             "files_missing": f.files_missing,
             "on_restart": f.spark_error or ("skips versions" if f.needs_action else "runs"),
         }
@@ -145,8 +153,13 @@ def source_notes(result: DeltaSourceResult, *, repair: bool) -> list[str]:
     plan = result.plan
     lines = [f"source {f.source_id} ({f.table}): {f.detail}" for f in plan.findings if f.detail]
     if repair:
+        unknown = "".join(
+            f"source {loss.source_id}: {unknown_loss(loss.lost_from)} (the old log is gone); "
+            for loss in plan.losses
+            if loss.lost_unknown and loss.lost_from is not None
+        )
         lines.append(
-            f"{plan.strategy}: {plan.versions_lost} versions lost (commits gone), "
+            f"{plan.strategy}: {unknown}{plan.versions_lost} versions lost (commits gone), "
             f"{plan.versions_skipped} versions skipped ({plan.files_skipped} data files)"
         )
         for loss in plan.losses:
@@ -245,13 +258,38 @@ def validate_body(ledger: LedgerPlan) -> dict[str, Any]:
         "batch_id": state.next_batch_id,
         "isolation": ledger.isolation.value,
         "needs_action": ledger.needs_action,
+        "pending_batch": _pending(ledger),
         "partitions": ledger_finding_rows(ledger.plan.findings),
     }
 
 
+def _pending(ledger: LedgerPlan) -> dict[str, Any] | None:
+    pending = ledger.pending
+    if pending is None:
+        return None
+    return {
+        "data_table": pending.data_table,
+        "batch_id": pending.batch_id,
+        "end": [
+            {"topic": tp.topic, "partition": tp.partition, "offset": o}
+            for tp, o in sorted(pending.end.items())
+        ],
+    }
+
+
+def _pending_line(ledger: LedgerPlan) -> list[str]:
+    if ledger.pending is None:
+        return []
+    return [
+        f"{ledger.pending.describe()}: judged from the end its data commit records, not as loss; the job's "
+        "next run writes those rows first (so does `ledger repair --data-table ... --execute`)"
+    ]
+
+
 def validate_notes(ledger: LedgerPlan) -> list[str]:
     """The ``%`` lines after ``ledger validate``'s table."""
-    lines = [f"{f.tp}: {f.detail}" for f in ledger.plan.findings if f.needs_action]
+    lines = _pending_line(ledger)
+    lines += [f"{f.tp}: {f.detail}" for f in ledger.plan.findings if f.needs_action]
     lines.append("action needed: see `stream-recovery ledger repair`" if ledger.needs_action else "healthy")
     return lines
 
@@ -276,7 +314,9 @@ def repair_body(result: LedgerRepair) -> dict[str, Any]:
         "dropped": [{"topic": m.tp.topic, "partition": m.tp.partition} for m in ledger.dropped],
         "totals": {"lost": plan.lost, "skipped": plan.skipped, "replayed": plan.replayed},
         "refused": plan.refused,
+        "pending_batch": _pending(ledger),
         "executed": result.executed,
+        "completed_version": result.completed,
         "version": result.version,
     }
 
@@ -289,7 +329,13 @@ def repair_notes(result: LedgerRepair) -> list[str]:
     """The ``%`` lines after ``ledger repair``'s table: each move's reason, the totals, partitions
     no row can drop, and the outcome."""
     ledger, plan, state = result.ledger, result.ledger.plan, result.ledger.state
-    lines = [f"{move.tp}: {move.reason}" for move in plan.moves]
+    lines = _pending_line(ledger) if result.completed is None else []
+    if ledger.pending is not None and result.completed is not None:
+        lines.append(
+            f"batch {ledger.pending.batch_id}: ledger rows written from its data commit in "
+            f"{ledger.pending.data_table} (version {result.completed})"
+        )
+    lines += [f"{move.tp}: {move.reason}" for move in plan.moves]
     lines.append(
         f"strategy {plan.strategy}: {len(plan.moves)} partitions move, {plan.lost} records lost, "
         f"{plan.skipped} skipped, {plan.replayed} replayed"
@@ -297,13 +343,15 @@ def repair_notes(result: LedgerRepair) -> list[str]:
     lines += [f"{m.tp}: no ledger row can drop a partition; stop the job reading it" for m in ledger.dropped]
     if plan.refused:
         return lines  # the refusal is the error line
-    if result.executed:
+    if result.version is not None:
         lines.append(
             f"appended {len(ledger.rows)} correction rows as batch {state.next_batch_id} in version "
             f"{result.version}; time travel to version {state.version} undoes it"
         )
-    elif result.dry_run and ledger.rows:
+    elif result.dry_run and (ledger.rows or ledger.pending):
         lines.append("dry run: nothing was written; add --execute to apply")
+    elif result.completed is not None and not ledger.dropped:
+        lines.append("no correction needed: ledger and data table agree")
     elif ledger.dropped:
         gone = ", ".join(str(m.tp) for m in ledger.dropped)
         lines.append(

@@ -6,8 +6,13 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from recovery.model import Finding, Move, Plan
+from recovery.model import Finding, Move, Plan, Runway, Verdict
 from recovery.results import RepairResult, Report, StartingOffsets
+from recovery.runway import format_duration_ms
+
+# Tables longer than this show the rows that need action first, up to this many, and one summary
+# line per verdict for the rest (JSON and CSV always hold every row).
+PAGE_ROWS = 50
 
 
 def describe_finding(f: Finding) -> str:
@@ -58,9 +63,15 @@ def findings_text(findings: Iterable[Finding]) -> str:
 # offset under read_committed), records_lost, records_lost_upper_bound (true under read_committed:
 # lost and skipped are counted in offsets, aborted records and markers included), spark_error (error
 # condition on restart with failOnDataLoss=true; null: it runs), silently_skipped (records skipped
-# with failOnDataLoss=false), detail, notes (what the outcome depends on; what cannot be told).
-# Tables add on_restart (spark_error, or "runs[, silently skips N]") and print LOST as "at most N"
-# when it is an upper bound.
+# with failOnDataLoss=false), detail, notes (what the outcome depends on; what cannot be told);
+# validate's rows add the retention runway (null when not looked up or not known): runway_s (seconds until
+# retention may delete records the query has not read, at the time of the check; negative: it may
+# now), runway_earliest_delete_ms (the record at the position's timestamp + retention.ms),
+# oldest_unread_ms (that record's timestamp), oldest_unread_age_s (the lag in time), runway_reason
+# ("retention.ms=...", "compacted ...", "infinite retention ...", "nothing unread", why unknown).
+# Tables add on_restart (spark_error, or "runs[, silently skips N]"), runway (time left, or
+# "compacted", "infinite", "-" when nothing is unread) and oldest_unread (the age), and print LOST as
+# "at most N" when it is an upper bound.
 
 VALIDATE_COLUMNS = (
     ("source", "SOURCE"),
@@ -73,6 +84,8 @@ VALIDATE_COLUMNS = (
     ("records_lost", "LOST"),
     ("on_restart", "SPARK-ON-RESTART"),
 )
+# ``validate``'s table: the columns above (shared with the ledger's) and the retention runway.
+VALIDATE_RUNWAY_COLUMNS = (*VALIDATE_COLUMNS, ("runway", "RUNWAY"), ("oldest_unread", "OLDEST-UNREAD"))
 MOVE_COLUMNS = (
     ("source", "SOURCE"),
     ("topic", "TOPIC"),
@@ -93,7 +106,11 @@ STARTING_COLUMNS = (
 )
 
 
-def finding_rows(findings: Iterable[Finding], *, table: bool = False) -> list[dict[str, Any]]:
+def finding_rows(
+    findings: Iterable[Finding], *, table: bool = False, runway: bool = False, now_ms: int | None = None
+) -> list[dict[str, Any]]:
+    """One row per finding; with ``runway`` (validate's rows), the runway keys too, judged at
+    ``now_ms`` (``Report.runway_at_ms``)."""
     rows = []
     for f in findings:
         row: dict[str, Any] = {
@@ -112,11 +129,87 @@ def finding_rows(findings: Iterable[Finding], *, table: bool = False) -> list[di
             "detail": f.detail,
             "notes": list(f.notes),
         }
+        if runway:
+            row |= runway_fields(f.runway, now_ms)
         if table:
             row["on_restart"] = spark_outcome(f, short=True)
             row["records_lost"] = _count(f.records_lost, f.upper_bound)
+        if table and runway:
+            row["runway"] = runway_cell(f.runway, now_ms)
+            age = row["oldest_unread_age_s"]
+            row["oldest_unread"] = None if age is None else format_duration_ms(int(age * 1000))
         rows.append(row)
     return rows
+
+
+def runway_fields(runway: Runway | None, now_ms: int | None) -> dict[str, Any]:
+    """The runway keys of a JSON row (module comment above)."""
+    left = runway.left_ms(now_ms) if runway and now_ms is not None else None
+    age = runway.age_ms(now_ms) if runway and now_ms is not None else None
+    return {
+        "runway_s": None if left is None else left / 1000,
+        "runway_earliest_delete_ms": runway.earliest_delete_ms if runway else None,
+        "oldest_unread_ms": runway.oldest_unread_ms if runway else None,
+        "oldest_unread_age_s": None if age is None else age / 1000,
+        "runway_reason": runway.reason if runway else None,
+    }
+
+
+def runway_cell(runway: Runway | None, now_ms: int | None) -> str | None:
+    """``5h12m``, ``due`` (deletable now), ``compacted``, ``infinite``, ``-`` (nothing unread),
+    ``unknown``; None when not looked up."""
+    if runway is None or now_ms is None:
+        return None
+    left = runway.left_ms(now_ms)
+    if left is not None:
+        return format_duration_ms(left) if left > 0 else "due"
+    for word in ("compacted", "infinite", "nothing unread"):
+        if runway.reason.startswith(word):
+            return "-" if word == "nothing unread" else word
+    return "unknown"
+
+
+# -- long tables: what needs action first, the rest summed up per verdict ------------------------
+
+
+def paged(
+    rows: list[dict[str, Any]], urgent: list[bool], *, page: int = PAGE_ROWS, noun: str = "partitions"
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Up to ``page`` rows for a table, those flagged ``urgent`` first (in their order), and the
+    ``%`` lines for the rest: one per verdict, then where to see them all. ``rows`` of ``page`` or
+    fewer come back as they are."""
+    if len(rows) <= page:
+        return rows, []
+    order = [i for i, u in enumerate(urgent) if u] + [i for i, u in enumerate(urgent) if not u]
+    shown, rest = order[:page], order[page:]
+    counts: dict[str, int] = {}
+    for i in rest:
+        verdict = str(rows[i].get("verdict"))
+        counts[verdict] = counts.get(verdict, 0) + 1
+    lines = [f"{n} more {noun} {verdict} (not shown)" for verdict, n in sorted(counts.items(), key=_urgency)]
+    lines.append(f"{len(rest)} of {len(rows)} {noun} not shown: --output json shows all")
+    return [rows[i] for i in sorted(shown, key=lambda i: (not urgent[i], i))], lines
+
+
+def _urgency(item: tuple[str, int]) -> tuple[bool, str]:
+    return (item[0] == Verdict.OK.value, item[0])
+
+
+def validate_table(report: Report, *, page: int = PAGE_ROWS) -> tuple[list[dict[str, Any]], list[str]]:
+    """``validate``'s table rows (needing action first past a page) and the summary ``%`` lines."""
+    rows = finding_rows(report.findings, table=True, runway=True, now_ms=report.runway_at_ms)
+    return paged(rows, [f.needs_action for f in report.findings], page=page)
+
+
+def repair_table(result: RepairResult, *, page: int = PAGE_ROWS) -> tuple[list[dict[str, Any]], list[str]]:
+    """``repair``'s move rows (past a page: those that lose or skip records first) and summary lines."""
+    moves = result.plan.moves
+    return paged(
+        move_rows(moves),
+        [bool(m.lost or m.skipped or m.lost_unknown) for m in moves],
+        page=page,
+        noun="moves",
+    )
 
 
 def move_rows(moves: Iterable[Move]) -> list[dict[str, Any]]:
@@ -156,20 +249,28 @@ def report_body(report: Report) -> dict[str, Any]:
         "needs_action": report.needs_action,
         "sink_warning": report.sink_warning,
         "issues": [{"level": i.level.value, "message": i.message} for i in report.issues],
-        "partitions": finding_rows(report.findings),
+        "runway_warn_s": report.runway_warn_s,
+        "runway_checked_at_ms": report.runway_at_ms,
+        "partitions": finding_rows(report.findings, runway=True, now_ms=report.runway_at_ms),
     }
 
 
-def report_notes(report: Report) -> list[str]:
-    """The ``%`` lines after ``validate``'s table."""
+def report_notes(report: Report, *, page: int = PAGE_ROWS) -> list[str]:
+    """The ``%`` lines after ``validate``'s table (at most ``page`` partition details)."""
     lines = [f"{issue.level.value}: {issue.message}" for issue in report.issues]
-    lines += [f"{f.tp}: {f.detail}" for f in report.findings if f.needs_action]
+    acting = [f"{f.tp}: {f.detail}" for f in report.findings if f.needs_action]
+    lines += acting[:page]
+    if len(acting) > page:
+        lines.append(f"and {len(acting) - page} more partitions need action: --output json shows all")
     notes = _unique_notes(report.findings)
     lines += notes
     if report.sink_warning:
         lines.append(f"warning: {report.sink_warning}")
-    if report.needs_action:
+    lines += runway_lines(report)
+    if report.needs_repair:
         lines.append("action needed: see `stream-recovery repair`")
+    elif report.needs_action:
+        lines.append("action needed: start the query before retention deletes what it has not read")
     elif any("topic ids never recorded" in n for n in notes):
         lines.append("healthy as far as can be told (see the notes above)")
     else:
@@ -177,13 +278,41 @@ def report_notes(report: Report) -> list[str]:
     return lines
 
 
-def _unique_notes(findings: Iterable[Finding]) -> list[str]:
-    """Each finding's notes once, prefixed with the partitions they are about."""
+def runway_lines(report: Report) -> list[str]:
+    """The shortest runway (when no partition is AT_RISK already: those have their own lines)."""
+    from recovery.runway import shortest
+
+    if report.runway_at_ms is None or report.at_risk:
+        return []
+    found = shortest(report.findings, report.runway_at_ms)
+    if found is None:
+        return []
+    f, left = found
+    when = f"in {format_duration_ms(left)}" if left > 0 else "at the next retention check"
+    threshold = (
+        f" (--runway-warn {format_duration_ms(int(report.runway_warn_s * 1000))})"
+        if report.runway_warn_s
+        else " (no --runway-warn threshold)"
+    )
+    assert f.runway is not None
+    return [
+        f"shortest runway: {f.tp}: retention may delete unread records {when}{threshold}; {f.runway.reason}"
+    ]
+
+
+def _unique_notes(findings: Iterable[Finding], shown: int = 10) -> list[str]:
+    """Each finding's notes once, prefixed with the partitions they are about (the first ``shown``)."""
     by_note: dict[str, list[str]] = {}
     for f in findings:
         for n in f.notes:
             by_note.setdefault(n, []).append(str(f.tp))
-    return [f"{', '.join(tps)}: {n}" for n, tps in by_note.items()]
+    return [f"{_some(tps, shown)}: {n}" for n, tps in by_note.items()]
+
+
+def _some(names: list[str], shown: int) -> str:
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown} more"
 
 
 def repair_body(result: RepairResult) -> dict[str, Any]:
@@ -213,10 +342,13 @@ def repair_body(result: RepairResult) -> dict[str, Any]:
     }
 
 
-def repair_notes(result: RepairResult) -> list[str]:
-    """The ``%`` lines after ``repair``'s table: each move's reason, the totals, the outcome."""
+def repair_notes(result: RepairResult, *, page: int = PAGE_ROWS) -> list[str]:
+    """The ``%`` lines after ``repair``'s table: each move's reason (at most ``page``), the totals,
+    the outcome."""
     plan = result.plan
-    lines = [f"{move.tp}: {move.reason}" for move in plan.moves]
+    lines = [f"{move.tp}: {move.reason}" for move in plan.moves[:page]]
+    if len(plan.moves) > page:
+        lines.append(f"and {len(plan.moves) - page} more moves: --output json shows all")
     if result.sink_warning:
         lines.append(f"warning: {result.sink_warning}")
     files = ", ".join(map(str, plan.files)) or "none"

@@ -13,7 +13,10 @@
   it runs or when unknown;
 * ``on_restart``: the table's SPARK-ON-RESTART cell: ``spark_error``, ``runs``, ``runs, silently
   skips N``, or null when unknown;
-* ``runway``: reserved for the retention runway (always null for now);
+* ``runway_s``: the shortest retention runway of the job's partitions, in seconds at the time of
+  the check (negative: retention may delete unread records now; null: no partition has a time
+  limit, or unknown); ``runway``: the table's RUNWAY cell: that time (``5h12m``, ``due``), else
+  ``compacted``, ``infinite``, ``-`` (nothing unread) or ``unknown``; null when not checked;
 * ``needs_action``, ``exit_code``: the job's own, as ``stream-recovery validate`` would exit for it;
 * ``detail``: one line: why the job could not be checked, or what needs action (null when healthy).
 """
@@ -30,6 +33,7 @@ from recovery.model import Finding, Verdict
 if TYPE_CHECKING:  # values only: this module reads their fields and imports neither pydantic nor threads
     from recovery.conf import ClusterConf, FleetConf, JobConf
     from recovery.fleet import FleetReport, JobResult
+    from recovery.results import Report
 
 FLEET_COLUMNS = (
     ("job", "JOB"),
@@ -78,11 +82,29 @@ def job_row(result: JobResult) -> dict[str, Any]:
         "silently_skipped": result.silently_skipped,
         "spark_error": worst.spark_error if worst else None,
         "on_restart": _on_restart(result, worst),
-        "runway": None,
+        **job_runway(report),
         "needs_action": result.needs_action,
         "exit_code": int(result.exit_code),
         "detail": job_detail(result),
     }
+
+
+def job_runway(report: Report | None) -> dict[str, Any]:
+    """``runway_s`` and ``runway`` of a job row (module docstring)."""
+    from recovery.report.findings import runway_cell
+    from recovery.runway import shortest
+
+    if report is None or report.runway_at_ms is None:
+        return {"runway_s": None, "runway": None}
+    found = shortest(report.findings, report.runway_at_ms)
+    if found is not None:
+        finding, left = found
+        return {"runway_s": left / 1000, "runway": runway_cell(finding.runway, report.runway_at_ms)}
+    cells = {runway_cell(f.runway, report.runway_at_ms) for f in report.findings if f.runway}
+    for word in ("unknown", "compacted", "infinite", "-"):
+        if word in cells:
+            return {"runway_s": None, "runway": word}
+    return {"runway_s": None, "runway": None}
 
 
 def fleet_rows(report: FleetReport) -> list[dict[str, Any]]:

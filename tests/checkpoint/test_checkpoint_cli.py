@@ -227,7 +227,9 @@ def test_backups_and_restore(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert err == f"% dry run of backup {backup.id}: nothing was written; add --execute to restore\n"
     assert tree(root) == rewritten
 
-    code, out, err = run(capsys, "checkpoint", "restore", str(root), "--backup", backup.id, "--execute")
+    code, out, err = run(
+        capsys, "checkpoint", "restore", str(root), "--backup", backup.id, "--execute", "--force"
+    )
     assert (code, out) == (0, table)
     assert err.startswith(f"% restored backup {backup.id}; the previous files were backed up as ")
     assert {k: v for k, v in tree(root).items() if not k.startswith("_recovery/")} == original

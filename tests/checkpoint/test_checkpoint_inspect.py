@@ -119,7 +119,7 @@ def test_restore_exit_codes(tmp_path: Path) -> None:
     backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}})
     dry = restore_backup(str(root))
     assert (dry.has_changes, dry.executed, dry.exit_code) == (True, False, ExitCode.ACTION_NEEDED)
-    done = restore_backup(str(root), backup.id, execute=True)
+    done = restore_backup(str(root), backup.id, execute=True, force=True)
     assert (done.has_changes, done.executed, done.exit_code) == (True, True, ExitCode.OK)
     again = restore_backup(str(root), backup.id)
     assert (again.has_changes, again.exit_code) == (False, ExitCode.OK)

@@ -131,13 +131,13 @@ def test_restore_puts_back_the_original_bytes_and_backs_up_the_current_ones(tmp_
     assert set(dry.written) == {"offsets/2", "offsets/.2.crc", "sources/0/0", "sources/0/.0.crc"}
     assert tree(root) == rewritten
 
-    done = restore_backup(str(root), backup.id, execute=True)
+    done = restore_backup(str(root), backup.id, execute=True, force=True)
     assert done.safety_backup is not None and done.safety_backup.reason == f"restore-of-{backup.id}"
     now = tree(root)
     assert {k: v for k, v in now.items() if not k.startswith("_recovery/")} == original
     assert [b.id for b in list_backups(str(root))] == [backup.id, done.safety_backup.id]
     # Restoring the safety backup brings back the rewritten state: restores are reversible.
-    restore_backup(str(root), done.safety_backup.id, execute=True)
+    restore_backup(str(root), done.safety_backup.id, execute=True, force=True)
     assert {k: v for k, v in tree(root).items() if not k.startswith("_recovery/")} == {
         k: v for k, v in rewritten.items() if not k.startswith("_recovery/")
     }
@@ -149,7 +149,7 @@ def test_restore_removes_side_files_that_did_not_exist(tmp_path: Path) -> None:
     backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}})
     assert backup.absent == ("offsets/.2.crc",)
     assert (root / "offsets/.2.crc").exists()  # the local store keeps side files: one is written
-    result = restore_backup(str(root), execute=True)
+    result = restore_backup(str(root), execute=True, force=True)
     assert result.removed == ("offsets/.2.crc",)
     assert not (root / "offsets/.2.crc").exists()
     assert (root / "offsets/2").read_bytes() == files["offsets/2"]
@@ -179,11 +179,11 @@ def test_backups_can_live_elsewhere(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
     elsewhere = tmp_path / "backups"
     backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, backup_dir=str(elsewhere))
-    assert not (root / "_recovery").exists()
+    assert not (root / "_recovery/backups").exists()
     assert (elsewhere / backup.id / "manifest.json").is_file()
     assert list_backups(str(root)) == ()
     assert list_backups(str(root), backup_dir=str(elsewhere)) == (backup,)
-    restore_backup(str(root), execute=True, backup_dir=str(elsewhere))
+    restore_backup(str(root), execute=True, backup_dir=str(elsewhere), force=True)
     assert (root / "offsets/2").read_bytes() == checkpoint_files()["offsets/2"]
 
 
@@ -254,7 +254,7 @@ def test_memory_filesystem_uses_rename_and_writes_no_side_files() -> None:
         assert fs.cat_file(f"{base}/offsets/2") == files["offsets/2"].replace(b'"1":30', b'"1":25')
         assert not fs.exists(f"{base}/offsets/.2.crc")
         assert not [p for p in fs.find(base) if p.endswith(".tmp")]
-        restore_backup(base, backup.id, execute=True)
+        restore_backup(base, backup.id, execute=True, force=True)
         assert fs.cat_file(f"{base}/offsets/2") == files["offsets/2"]
     finally:
         fs.rm(base, recursive=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +48,8 @@ def test_a_failed_write_puts_back_the_files_already_replaced(tmp_path: Path, imm
 
 def test_extra_files_are_backed_up_with_the_offsets_and_restored_with_them(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk", batches=2, committed=2)
+    for path in [*(root / "offsets").glob("*"), *(root / "commits").glob("*")]:
+        os.utime(path, (0, 0))  # a stopped query's files: restore refuses to write under a live one
     before = tree(root)
 
     backup = rewrite_offsets(

@@ -141,20 +141,57 @@ def test_a_crashed_batch_whose_id_a_correction_took_stops_the_job(tmp_path: Path
     assert DeltaTable(conf.table).version() == before
 
 
-def test_ledger_repair_refuses_while_the_data_table_is_ahead(tmp_path: Path, cli: Callable[..., Any]) -> None:
-    """A correction now would take the crashed batch's id; the job must complete that batch first."""
+@pytest.mark.integration
+def test_a_crashed_batch_is_not_taken_for_loss_and_repair_leaves_ledger_and_data_agreeing(
+    tmp_path: Path,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+    cli: Callable[..., Any],
+) -> None:
+    """Batch 1 read [10, 30) into the data table, then the run died; retention then took 0-19. The
+    ledger alone says 10 records lost; the data table's app transaction says they are there."""
+    topic = new_topic(partitions=1)
+    produce(topic, 40, partitions=1)
     conf, data = _ledger(tmp_path), tmp_path / "data"
     _data_commit(data, 0, 0, 10)
-    append_ledger_rows(conf, 0, _rows("orders", 0, 0, 10), read_at=read_ledger(conf).version)
+    append_ledger_rows(conf, 0, _rows(topic, 0, 0, 10), read_at=read_ledger(conf).version)
     _data_commit(data, 1, 10, 30)  # the crash: no ledger rows for batch 1
-    args = ("ledger", "repair", conf.table, "--pipeline", APP, "--data-table", str(data), "-b", "127.0.0.1:1")
-    for extra in ((), ("--execute",)):
-        result = cli(*args, *extra)
-        assert result.exit_code == 1, result.stderr
-        assert (
-            f"{data} holds batch 1 of {APP}, but {conf.table} records batches only up to 0" in result.stderr
-        )
-    assert DeltaTable(conf.table).version() == 1
+    topics.delete_records(bootstrap, topic, {0: 20})
+    base = ("ledger", "validate", conf.table, "--pipeline", APP, "-b", bootstrap, "--output", "json")
+
+    blind = cli(*base)  # without the data table the ledger cannot tell
+    assert blind.exit_code == 1
+    assert json.loads(blind.stdout)["partitions"][0]["records_lost"] == 10
+
+    seen = cli(*base, "--data-table", str(data))
+    assert seen.exit_code == 0, seen.stdout
+    body = json.loads(seen.stdout)
+    assert body["pending_batch"] == {
+        "data_table": str(data),
+        "batch_id": 1,
+        "end": [{"topic": topic, "partition": 0, "offset": 30}],
+    }
+    assert [(p["verdict"], p["ledger_offset"], p["records_lost"]) for p in body["partitions"]] == [
+        ("OK", 30, 0)
+    ]
+    assert body["batch_id"] == 2
+    table = cli(*base[:-2], "--data-table", str(data))
+    assert "batch 1 of orders-hourly is in" in table.stderr + table.stdout
+
+    repair = ("ledger", "repair", conf.table, "--pipeline", APP, "-b", bootstrap, "--data-table", str(data))
+    dry = cli(*repair, "--output", "json")
+    assert dry.exit_code == 1 and json.loads(dry.stdout)["executed"] is False
+    assert DeltaTable(conf.table).version() == 1  # nothing written
+    done = cli(*repair, "--execute", "--output", "json")
+    assert done.exit_code == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["completed_version"], result["version"], result["moves"]) == (2, None, [])
+    state = read_ledger(conf)
+    assert (state.positions, state.next_batch_id) == ({TopicPartition(topic, 0): 30}, 2)
+    assert [e.written_by for e in state.entries] == ["ledger_ingest"]  # the batch's own rows
+    assert recover_crashed_batch(conf, str(data), topic) is None  # ledger and data agree
+    assert cli(*base, "--data-table", str(data)).exit_code == 0
 
 
 def test_the_job_is_its_own_command_and_does_not_import_the_cli() -> None:

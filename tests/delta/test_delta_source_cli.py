@@ -100,6 +100,8 @@ def test_validate_and_repair(tmp_path: Path, cli: Callable[..., Any]) -> None:
             "files_skipped": 0,
             "reads_snapshot": None,
             "rereads": False,
+            "lost_unknown": False,
+            "lost_from": None,
         }
     ]
     assert (chk / "offsets" / "1").read_bytes() == original.replace(

@@ -294,10 +294,21 @@ def test_recreated_table_follows_the_strategy() -> None:
     source = read(None, offset(3, table_id="old"))
     latest = plan(source, table, DeltaStrategy.LATEST, adopt_new_table=True)
     assert [m.new for m in latest.moves] == [offset(3)]
-    assert latest.losses == (DeltaSourceLoss("0", versions_lost=0, versions_skipped=3, files_skipped=0),)
+    # The old table's versions from 3 on were never read: an unknown number, never 0.
+    assert latest.losses == (DeltaSourceLoss("0", 0, 3, 0, lost_unknown=True, lost_from=3),)
     clamp = plan(source, table, adopt_new_table=True)
     assert [m.new for m in clamp.moves] == [offset(0, starting=True)]
-    assert clamp.losses == (DeltaSourceLoss("0", 0, 0, 0, reads_snapshot=0, rereads=False),)
+    assert clamp.losses == (DeltaSourceLoss("0", 0, 0, 0, 0, rereads=False, lost_unknown=True, lost_from=3),)
+    assert clamp.lost_unknown and "an unknown number of rows lost, from version 3 of the old table" in (
+        clamp.findings[0].detail
+    )
+
+
+def test_a_recreated_table_has_no_loss_budget_that_can_be_met() -> None:
+    refused = plan(
+        read(None, offset(3, table_id="old")), log(range(0, 3)), adopt_new_table=True, max_versions=100
+    )
+    assert refused.refused is not None and "cannot be counted" in refused.refused
 
 
 def test_recreated_table_with_a_cleaned_log_is_read_from_its_earliest_snapshot() -> None:

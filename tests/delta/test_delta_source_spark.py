@@ -98,6 +98,7 @@ def test_log_retention_loss_is_predicted_and_repaired(
         "earliest": 7,
         "latest": 7,
         "versions_lost": 2,
+        "lost_unknown": False,
         "files_missing": 0,
         "spark_error": "DELTA_MISSING_FILES_UNEXPECTED_VERSION",
         "detail": "",
@@ -146,8 +147,10 @@ def test_recreated_table_is_refused_unless_adopted(
 ) -> None:
     src, sink, chk = tmp_path / "src", tmp_path / "sink", tmp_path / "chk"
     _create(spark, src)
-    _append(spark, src, 0)
-    _stream(spark, src, sink, chk)
+    _append(spark, src, 0)  # version 1
+    _stream(spark, src, sink, chk)  # offsets/0: version 2, nothing of it read
+    for start in (5, 10, 15):  # versions 2-4 of the old table, 15 rows never read
+        _append(spark, src, start)
     shutil.rmtree(src)
     _create(spark, src)
     _append(spark, src, 100)  # the new table: versions 0 (create) and 1
@@ -162,12 +165,19 @@ def test_recreated_table_is_refused_unless_adopted(
     assert refused.exit_code == 1
     assert "--adopt-new-table" in refused.stderr and "Nothing was written" in refused.stderr
 
-    adopted = cli(
-        "delta-source", "repair", str(chk), "--table", str(src), "--adopt-new-table", "--execute", "--force"
-    )
+    args = ("delta-source", "repair", str(chk), "--table", str(src), "--adopt-new-table")
+    dry = cli(*args)
+    # Never "0 versions lost": the old table's unread versions cannot be counted.
+    assert "an unknown number of rows lost, from version 2 of the old table" in dry.stdout + dry.stderr
+    adopted = cli(*args, "--execute", "--force", "--output", "json")
     assert adopted.exit_code == 0, adopted.stderr
+    [loss] = json.loads(adopted.stdout)["losses"]
+    assert (loss["lost_unknown"], loss["lost_from"], loss["reads_snapshot"]) == (True, 2, 0)
+    [finding] = json.loads(adopted.stdout)["findings"]
+    assert finding["lost_unknown"] is True
     _stream(spark, src, sink, chk)
-    assert _ids(spark, sink) == [*range(0, 5), *range(100, 105)]  # the new table, from version 0
+    # The new table, from version 0; the old table's rows 5-19 never reach the sink (the unknown loss).
+    assert _ids(spark, sink) == [*range(0, 5), *range(100, 105)]
 
 
 def test_vacuumed_files_are_predicted_and_skipped(
@@ -206,6 +216,8 @@ def test_vacuumed_files_are_predicted_and_skipped(
             "files_skipped": finding["files_missing"],
             "reads_snapshot": None,
             "rereads": False,
+            "lost_unknown": False,
+            "lost_from": None,
         }
     ]
     _stream(spark, src, sink, chk)

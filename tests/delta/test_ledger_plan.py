@@ -136,7 +136,7 @@ def test_repair_exit_code(
 def test_validate_rows_name_the_ledger_offset() -> None:
     planned = plan(state(p0=100), LOSS)
     [row] = report.validate_body(planned)["partitions"]
-    assert row == {
+    assert {k: v for k, v in row.items() if not k.startswith(("runway", "oldest_unread"))} == {
         "topic": "orders",
         "partition": 0,
         "verdict": "BELOW_LOG_START",

@@ -429,3 +429,17 @@ def test_fleet_validate_parallel_must_be_positive(conf_dir: Path) -> None:
     write(conf_dir, "a.toml", CLUSTER + JOB)
     result = invoke("fleet", "validate", str(conf_dir), "--parallel", "0")
     assert result.exit_code == 2 and "--parallel" in result.stderr
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("PT6H", 21600.0), ("P1DT2H", 93600.0), ("90m", 5400.0)])
+def test_runway_warn_takes_the_durations_of_runway_warn(conf_dir: Path, text: str, seconds: float) -> None:
+    write(conf_dir, "clusters.toml", '[cluster.local]\nbootstrap_servers = "h:1"\n')
+    write(conf_dir, "jobs.toml", JOB + f'runway_warn = "{text}"\n')
+    assert load_conf(conf_dir).jobs["orders"].runway_warn_s == seconds
+
+
+def test_a_bad_iso_runway_warn_names_the_key(conf_dir: Path) -> None:
+    write(conf_dir, "clusters.toml", '[cluster.local]\nbootstrap_servers = "h:1"\n')
+    write(conf_dir, "jobs.toml", JOB + 'runway_warn = "PT"\n')
+    with pytest.raises(ConfigError, match=r"jobs.toml: job.orders.runway_warn: expected a duration such as"):
+        load_conf(conf_dir)

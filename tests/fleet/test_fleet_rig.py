@@ -35,6 +35,7 @@ ROW_KEYS = [
     "silently_skipped",
     "spark_error",
     "on_restart",
+    "runway_s",
     "runway",
     "needs_action",
     "exit_code",
@@ -161,8 +162,8 @@ def test_every_job_gets_its_own_verdict(fleet: Fleet) -> None:
     assert rows["dr-0"]["detail"].startswith(
         "cluster dr: listing topics: no answer from the Kafka cluster at"
     )
-    assert rows["s3-dead"]["detail"].startswith(
-        "s3://nowhere/chk: EndpointConnectionError: Could not connect"
+    assert re.match(  # the failing request's path may follow the checkpoint's
+        r"s3://nowhere/chk(/\S*)?: EndpointConnectionError: Could not connect", rows["s3-dead"]["detail"]
     )
     assert rows["missing-checkpoint"]["detail"].endswith(
         "chk/never-started: does not exist; no checkpoint here"
@@ -184,15 +185,21 @@ def test_the_table(fleet: Fleet) -> None:
     args = [arg for job in jobs for arg in ("--job", job)]
     result = invoke("fleet", "validate", str(fleet.directory), *args, "--parallel", "2", env=fleet.env)
     assert result.exit_code == 1, result.output
-    assert result.stdout.splitlines() == [
-        "JOB             CLUSTER  VERDICT          LOST  SKIPPED  "
-        f"{'SPARK-ON-RESTART':{len(COULD_NOT_READ)}}  RUNWAY",
+    # RUNWAY: the records were written just now into topics of the default retention.ms (7 days)
+    runway = "6d2[23]h"
+    expected = [
+        re.escape("JOB             CLUSTER  VERDICT          LOST  SKIPPED  ")
+        + f"{'SPARK-ON-RESTART':{len(COULD_NOT_READ)}}  RUNWAY",
         "bad-checkpoint  local    BAD_CHECKPOINT",
         "dr-1            dr       UNREACHABLE",
-        "h03             local    OK                  0        0  runs",
-        f"l02             local    BELOW_LOG_START    20       20  {COULD_NOT_READ}",
-        f"s3-loss         local    BELOW_LOG_START    16       16  {COULD_NOT_READ}",
+        f"h03             local    OK                  0        0  {'runs':{len(COULD_NOT_READ)}}  {runway}",
+        f"l02             local    BELOW_LOG_START    20       20  {COULD_NOT_READ}  {runway}",
+        f"s3-loss         local    BELOW_LOG_START    16       16  {COULD_NOT_READ}  {runway}",
     ]
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(expected) and all(
+        re.fullmatch(pattern, line) for pattern, line in zip(expected, lines, strict=True)
+    ), lines
     notes = result.stderr.splitlines()
     assert all(line.startswith("% ") for line in notes)  # no progress bar off a terminal
     bad = fleet.directory.parent / "chk/bad/metadata"
@@ -205,6 +212,21 @@ def test_the_table(fleet: Fleet) -> None:
         notes[-1] == "% 5 jobs: 1 healthy, 2 need action, 1 with invalid input, 1 not checked (unreachable)"
     )
     assert SECRET not in result.output
+
+
+def test_a_runway_below_the_threshold_is_at_risk(fleet: Fleet) -> None:
+    # 7 days of retention for records written now: below an 8-day threshold, above a 6-hour one
+    args = ["fleet", "validate", str(fleet.directory), "--job", "h03", "--output", "json"]
+    at_risk = invoke(*args, "--runway-warn", "8d", env=fleet.env)
+    healthy = invoke(*args, "--runway-warn", "PT6H", env=fleet.env)
+
+    assert at_risk.exit_code == 1, at_risk.output
+    (row,) = json.loads(at_risk.stdout)
+    assert (row["verdict"], row["needs_action"], row["on_restart"]) == ("AT_RISK", True, "runs")
+    assert 6 * 86400 < row["runway_s"] <= 7 * 86400
+    assert "retention may delete unread records in 6d2" in row["detail"]
+    assert healthy.exit_code == 0, healthy.output
+    assert json.loads(healthy.stdout)[0]["verdict"] == "OK"
 
 
 @pytest.mark.parametrize(

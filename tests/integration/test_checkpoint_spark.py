@@ -148,8 +148,8 @@ def test_spark_restarts_from_rewritten_offsets_and_restore_is_byte_exact(
         "PATH            CHANGE\noffsets/1       restore\noffsets/.1.crc  restore\n",
     )
     assert (chk_dir / "offsets/1").read_bytes() == rewritten_1
-    restore_backup(str(chk_dir), second.id, execute=True)
-    restore_backup(str(chk_dir), first.id, execute=True)
+    restore_backup(str(chk_dir), second.id, execute=True, force=True)
+    restore_backup(str(chk_dir), first.id, execute=True, force=True)
     for rel, data in {**original_0, **original_1}.items():
         assert (chk_dir / rel).read_bytes() == data, rel
     assert hadoop_filesystem_read(spark, chk_dir / "offsets/1") == original_1["offsets/1"]

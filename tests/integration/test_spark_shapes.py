@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import time
 
-from streaming_job import NOW, offsets, predicted, verdicts
+from click.testing import CliRunner
+from confluent_kafka import Producer
+from streaming_job import NOW, Job, offsets, predicted, verdicts
 
+from recovery.cli import cli
 from recovery.local import topics
 
 CHANGED = "KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED"
@@ -153,3 +156,133 @@ def test_recreated_with_more_records_and_no_recorded_ids_is_told_by_timestamps(
     j.run()
     # All 160 records of the new topic reach the sink; offsets 0-49 were also the old topic's.
     assert len(j.rows()) == len(before) + 160
+
+
+def transaction(bootstrap: str, topic: str, txn_id: str, count: int, *, end: str | None) -> Producer:
+    """``count`` records to partition 0 in one transaction, then ``end``: "commit", "abort" or None
+    (left open: the caller ends it)."""
+    # A long transaction timeout: the broker aborts a transaction open longer (librdkafka's default
+    # is 60 s, shorter than a few Spark runs on this machine).
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": 600_000}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(count):
+        producer.produce(topic, key=f"{txn_id}-{i}", value="v", partition=0)
+    if end == "commit":
+        producer.commit_transaction(30)
+    elif end == "abort":
+        producer.flush(30)  # written first: abort_transaction drops records not yet sent
+        producer.abort_transaction(30)
+    else:
+        producer.flush(30)
+    return producer
+
+
+def table_output(j: Job, *args: str) -> str:
+    result = CliRunner().invoke(cli, [*args, str(j.checkpoint), "-b", j.bootstrap])
+    return result.stdout
+
+
+def test_an_open_transaction_past_the_position_is_waited_for_not_skipped(job, new_topic, bootstrap) -> None:
+    topic = new_topic(1)
+    transaction(bootstrap, topic, f"{topic}-a", 30, end="commit")  # 0..29, marker 30
+    still_open = transaction(bootstrap, topic, f"{topic}-b", 20, end=None)  # 31..50 open: LSO 31
+    # The query read up to the high watermark (51) without read_committed, then was switched to it.
+    j = job(topic)
+    j.run()
+    assert len(j.rows()) == 50
+    j.options = {"kafka.isolation.level": "read_committed"}
+    try:
+        report = j.validate("--isolation", "read_committed", expect=1)
+        assert verdicts(report) == {(topic, 0): ("OPEN_TRANSACTION", CHANGED, 0)}
+        (row,) = report["partitions"]
+        assert (row["checkpoint_offset"], row["log_end_offset"], row["silently_skipped"]) == (51, 31, 0)
+        assert "a transaction is open. Wait for it to end or abort it" in row["detail"]
+        assert "re-reads up to 20 records, it skips none" in row["detail"]
+        assert j.copy("unrepaired").restart_conditions() == predicted(report) == {CHANGED}
+        lenient = j.lenient("lenient")
+        lenient.run()
+        assert lenient.rows() == j.rows()  # nothing skipped (the range is dropped, re-read later)
+
+        plan = j.repair("--isolation", "read_committed")
+        assert [(c["old"], c["new"]) for c in plan["changes"]] == [(51, 31)]
+        assert plan["totals"] == {"lost": 0, "skipped": 0, "replayed": 20}
+        assert "up to 20 duplicates if the transaction commits" in plan["moves"][0]["reason"]
+        j.run()  # runs: nothing past the last stable offset is read
+        assert len(j.rows()) == 50
+    finally:
+        still_open.commit_transaction(30)
+    j.run()
+    rows = j.rows()
+    # The 20 records read before the switch are read again once committed, as the advice says.
+    assert len(rows) - len(set(rows)) == plan["totals"]["replayed"] == 20
+    assert set(rows) == set(offsets(topic, {0: [*range(30), *range(31, 51)]}))
+
+
+def test_read_committed_loss_is_an_upper_bound_and_holds_on_the_rig(job, new_topic, bootstrap) -> None:
+    topic = new_topic(1)
+    transaction(bootstrap, topic, f"{topic}-a", 10, end="commit")  # 0..9, marker 10
+    j = job(topic, **{"kafka.isolation.level": "read_committed"})
+    j.run()  # position 11
+    transaction(bootstrap, topic, f"{topic}-b", 10, end="abort")  # 11..20 aborted, marker 21
+    transaction(bootstrap, topic, f"{topic}-c", 10, end="commit")  # 22..31, marker 32
+    transaction(bootstrap, topic, f"{topic}-d", 5, end="commit")  # 33..37, marker 38
+    topics.delete_records(bootstrap, topic, {0: 30})  # offsets 11..29 gone: 8 committed records
+    produced, really_lost = 25, 8
+
+    report = j.validate("--isolation", "read_committed", expect=1)
+    assert verdicts(report) == {(topic, 0): ("BELOW_LOG_START", COULD_NOT_READ, 19)}
+    (row,) = report["partitions"]
+    assert (row["records_lost_upper_bound"], row["silently_skipped"]) == (True, 19)
+    assert "at most 19" in table_output(j, "validate", "--isolation", "read_committed")
+    assert j.restart_conditions() == predicted(report)  # Spark fails once: offsets/1 is written
+
+    again = j.validate("--isolation", "read_committed", expect=1)
+    assert (again["rerun"], again["batch_id"]) == (True, 1)
+    assert verdicts(again) == verdicts(report)
+    assert j.copy("unrepaired").restart_conditions() == predicted(again)
+    lenient = j.lenient("lenient")
+    lenient.run()
+    skipped_by_spark = produced - len(lenient.rows())
+    assert skipped_by_spark == really_lost <= skipped(again)
+
+    plan = j.repair("--isolation", "read_committed")
+    assert [(c["file"], c["old"], c["new"]) for c in plan["changes"]] == [("offsets/0", 11, 30)]
+    assert plan["totals"] == {"lost": 19, "skipped": 0, "replayed": 0, "upper_bound": True}
+    j.run()
+    rows = j.rows()
+    assert len(rows) == len(set(rows)) == produced - really_lost
+    assert rows == offsets(topic, {0: [*range(10), 30, 31, *range(33, 38)]})
+    assert really_lost <= plan["totals"]["lost"]
+
+
+def test_an_open_transaction_after_spark_failed_once_is_still_waited_for(job, new_topic, bootstrap) -> None:
+    topic = new_topic(1)
+    transaction(bootstrap, topic, f"{topic}-a", 30, end="commit")  # 0..29, marker 30
+    still_open = transaction(bootstrap, topic, f"{topic}-b", 20, end=None)  # 31..50 open: LSO 31
+    j = job(topic)
+    j.run()  # position 51, read without read_committed
+    j.options = {"kafka.isolation.level": "read_committed"}
+    try:
+        assert j.restart_conditions() == {CHANGED}  # offsets/1 stores the LSO 31 as its end, fails
+        report = j.validate("--isolation", "read_committed", expect=1)
+        assert (report["rerun"], report["batch_id"]) == (True, 1)
+        assert verdicts(report) == {(topic, 0): ("OPEN_TRANSACTION", CHANGED, 0)}
+        assert skipped(report) == 0
+        assert j.copy("again").restart_conditions() == predicted(report)
+        lenient = j.lenient("lenient")
+        lenient.run()
+        assert lenient.rows() == j.rows()  # the range is dropped: nothing skipped
+
+        plan = j.repair("--isolation", "read_committed")
+        assert [(c["file"], c["old"], c["new"]) for c in plan["changes"]] == [("offsets/0", 51, 31)]
+        assert plan["totals"] == {"lost": 0, "skipped": 0, "replayed": 20}
+        j.run()
+        assert len(j.rows()) == 50
+    finally:
+        still_open.abort_transaction(30)
+    j.run()  # aborted: nothing of it is ever delivered, nothing twice
+    rows = j.rows()
+    assert len(rows) == len(set(rows)) == 50

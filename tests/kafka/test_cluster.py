@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from confluent_kafka import Producer
 
 from recovery.errors import NoOffsetForTime
 from recovery.kafka import topic_ids
-from recovery.kafka.cluster import cluster_view, first_offsets_at, time_targets, topics_matching
+from recovery.kafka.admin import admin_for
+from recovery.kafka.cluster import (
+    cluster_view,
+    cluster_with_times,
+    first_offsets_at,
+    time_targets,
+    topics_matching,
+)
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.specs import parse_topic_partitions
 from recovery.local import topics
@@ -80,8 +88,79 @@ def test_cluster_view_under_read_committed_ends_at_the_last_stable_offset(
 
     assert committed.partitions == {TopicPartition(topic, 0): OffsetRange(0, 0)}  # the last stable offset
     assert uncommitted.partitions == {TopicPartition(topic, 0): OffsetRange(0, 1)}  # the high watermark
+    # one round gives both: the ends a read_committed reader sees, and the high watermarks
+    both, _ = cluster_with_times(kafka, [topic], Isolation.READ_COMMITTED, {})
+    assert both.partitions == committed.partitions and both.isolation is Isolation.READ_COMMITTED
+    assert both.high_watermarks == {TopicPartition(topic, 0): 1}
+
+
+def test_cluster_with_times_answers_time_lookups_in_the_same_round(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str], topic_name: str
+) -> None:
+    """The view as cluster_view gives it, plus per timestamp the first offset at or after it (None:
+    no record that new); partitions that do not exist are left out."""
+    topic = new_topic(partitions=2)
+    t0 = int(time.time() * 1000) - 3_600_000
+    topics.produce(bootstrap, topic, [Record("k", f"v{i}", 0, t0 + i) for i in range(4)])
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    asked = {
+        t0 + 2: [tp0, tp1, TopicPartition(topic, 7)],
+        t0 + 9: [tp0],
+        t0: [TopicPartition(topic_name + "-x", 0)],
+    }
+
+    view, found = cluster_with_times(kafka, [topic], Isolation.READ_UNCOMMITTED, asked)
+
+    assert view == cluster_view(kafka, [topic])
+    assert found == {t0 + 2: {tp0: 2, tp1: None}, t0 + 9: {tp0: None}}
+
+
+def test_timestamp_types_name_whose_clock_stamps_the_records(
+    kafka: KafkaConfig, new_topic: Callable[..., str]
+) -> None:
+    producer_clock = new_topic(partitions=1)
+    broker_clock = new_topic(partitions=1, config={"message.timestamp.type": "LogAppendTime"}, suffix="-lat")
+    types = admin_for(kafka).timestamp_types([producer_clock, broker_clock])
+    assert types == {producer_clock: "CreateTime", broker_clock: "LogAppendTime"}
 
 
 def test_topics_matching_a_selection(kafka: KafkaConfig, new_topic: Callable[..., str]) -> None:
     topic = new_topic(partitions=1)
     assert topics_matching(kafka, parse_topic_partitions(topic)) == {topic}
+
+
+def test_cluster_for_finds_records_newer_than_the_batch_below_the_position(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """Recreation evidence for topics whose ids were never recorded, read in the same round as the
+    ranges: the first record newer than the batch (plus the clock-skew allowance); where none is,
+    the log end; partitions whose log starts at the position are not judged."""
+    from recovery.model import CheckpointFile, CheckpointView, SourcePosition
+    from recovery.resume import CLOCK_SKEW_ALLOWANCE_MS, cluster_for
+
+    topic = new_topic(partitions=3)
+    batch_ms = int(time.time() * 1000) - 3_600_000
+    late = batch_ms + CLOCK_SKEW_ALLOWANCE_MS + 60_000  # written (stamped) well after the batch
+    records = [Record("k", f"v{i}", 0, late) for i in range(3)]  # partition 0: all newer
+    records += [Record("k", f"v{i}", 1, batch_ms - 1000) for i in range(3)]  # partition 1: older
+    topics.produce(bootstrap, topic, records)
+    # LogAppendTime: the broker stamps the records now, an hour after the batch
+    broker_clock = new_topic(partitions=1, config={"message.timestamp.type": "LogAppendTime"}, suffix="-lat")
+    topics.produce(bootstrap, broker_clock, [Record("k", "v", 0, batch_ms - 1000)] * 2)
+    lat = TopicPartition(broker_clock, 0)
+    tp0, tp1, tp2 = (TopicPartition(topic, p) for p in range(3))
+    source = SourcePosition(
+        "0", CheckpointFile.parse("offsets/4"), {tp0: 2, tp1: 2, tp2: 0, lat: 2}, start_read_by_ms=batch_ms
+    )
+    view = CheckpointView("/chk", "q", 5, False, (source,))
+
+    cluster = cluster_for(kafka, view)
+
+    assert cluster.partitions[tp0] == cluster.partitions[tp1] == OffsetRange(0, 3)
+    assert cluster.partitions[tp2] == OffsetRange(0, 0) and cluster.partitions[lat] == OffsetRange(0, 2)
+    # tp2 is not judged: its log starts at the position
+    assert cluster.newer_than_read == {("0", tp0): 0, ("0", tp1): 3, ("0", lat): 0}
+    assert cluster.timestamp_types == {topic: "CreateTime", broker_clock: "LogAppendTime"}
+    ids = {topic: "x", broker_clock: "y"}
+    recorded = cluster_for(kafka, replace(view, recorded_topic_ids=ids))
+    assert recorded.newer_than_read == {}  # ids recorded: they tell, not timestamps

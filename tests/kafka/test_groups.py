@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import click
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient
 
-from recovery.cli import cli
-from recovery.errors import GroupActive, OffsetOutsideLog
+from recovery.cli import cli, run
+from recovery.errors import GroupActive, GroupNotOurs, InvalidInput, OffsetOutsideLog
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import (
     expired_offsets,
@@ -21,6 +26,22 @@ from recovery.kafka.groups import (
     set_group_offsets,
 )
 from recovery.model import TopicPartition
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkpoint"))
+from chk_builder import write_checkpoint  # tests/checkpoint: a checkpoint as Spark writes it
+
+JOBS = Path(__file__).resolve().parents[2] / "jobs"
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def _boundary(argv: tuple[str, ...]) -> None:
+    run(cli, list(argv))  # the real error boundary: RecoveryError -> "Error: ..." and its exit code
+
+
+def invoke(*args: str) -> Result:
+    """``stream-recovery ARGS`` as an operator runs it: stdout, stderr and the exit code."""
+    return CliRunner().invoke(_boundary, list(args))
 
 
 @pytest.fixture
@@ -173,3 +194,177 @@ def test_cli_set_dry_run_then_execute(
     }
     again = runner.invoke(cli, ["group", "set", group, "-b", bootstrap, "--from-file", str(plan)])
     assert again.exit_code == 0, again.output  # nothing would change
+
+
+# -- whose group it is: the marker, refusals, backups (issue 10 part 6) ------------------------------
+
+
+def foreign_commit(bootstrap: str, group: str, offsets: dict[TopicPartition, int]) -> None:
+    """Commit ``offsets`` to ``group`` as an ordinary consumer does (empty commit metadata), then
+    leave: the group is Empty, with someone else's offsets."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 0}
+    )
+    try:
+        consumer.commit(
+            offsets=[KafkaTP(tp.topic, tp.partition, o) for tp, o in offsets.items()], asynchronous=False
+        )
+    finally:
+        consumer.close()
+
+
+def run_lag_export(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_STATE_HOME": str(state)}
+    return subprocess.run(
+        [sys.executable, str(JOBS / "lag_export.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+    )
+
+
+def test_commits_carry_the_marker_and_the_toolkits_group_is_rewritten_without_force(
+    kafka: KafkaConfig, new_topic: Callable[..., str], produce, topic_name: str
+) -> None:
+    topic = new_topic(partitions=2)
+    produce(topic, 10, partitions=2)
+    group = f"{topic_name}-g"
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+
+    set_group_offsets(kafka, group, {tp0: 1, tp1: 2}, written_by="lag_export")
+    first = group_offsets(kafka, group)
+    again = set_group_offsets(kafka, group, {tp0: 3, tp1: 4})  # ours: no --force needed
+
+    assert dict(first.metadata) == {tp0: "stream-recovery:1:lag_export", tp1: "stream-recovery:1:lag_export"}
+    assert first.foreign == ()
+    assert (again.executed, again.backup) == (True, None)
+    assert dict(group_offsets(kafka, group).metadata) == {
+        tp0: "stream-recovery:1:group set",
+        tp1: "stream-recovery:1:group set",
+    }
+
+
+def test_a_foreign_group_is_refused_then_forced_with_a_backup_that_restores_it(
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    topic = new_topic(partitions=2)
+    produce(topic, 20, partitions=2)
+    group = f"{topic_name}-g"
+    kafka = KafkaConfig(bootstrap, timeout_s=20)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    foreign_commit(bootstrap, group, {tp0: 7, tp1: 9})
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"{topic},0,1\n{topic},1,2\n")
+    backups = tmp_path / "backups"
+    base = ["group", "set", group, "-b", bootstrap, "--from-file", str(plan), "--backup-dir", str(backups)]
+
+    refused = invoke(*base, "--execute")
+    dry = invoke(*base, "--force")
+    after_refusals = dict(group_offsets(kafka, group).offsets)
+    forced = invoke(*base, "--execute", "--force")
+    (backup,) = backups.iterdir()
+    overwritten = dict(group_offsets(kafka, group).offsets)
+    restored = invoke(
+        "group", "set", group, "-b", bootstrap, "--from-file", str(backup), "--execute", "--force"
+    )
+
+    assert refused.exit_code == 1, refused.output
+    assert refused.stderr.startswith(
+        f"Error: group {group} has committed offsets stream-recovery did not write"
+    )
+    assert "add --force" in refused.stderr
+    assert dry.exit_code == 1 and "--execute first saves the group's current offsets" in dry.stderr
+    assert after_refusals == {tp0: 7, tp1: 9}  # nothing written, no backup either
+    assert forced.exit_code == 0, forced.output
+    assert f"the group's previous offsets are saved in {backup}" in forced.stderr
+    assert backup.read_text() == f"{topic},0,7\n{topic},1,9\n"
+    assert overwritten == {tp0: 1, tp1: 2}
+    assert restored.exit_code == 0, restored.output
+    assert dict(group_offsets(kafka, group).offsets) == {tp0: 7, tp1: 9}
+    assert len(list(backups.iterdir())) == 1  # the restore overwrote our own commits: no backup
+
+
+def test_a_group_with_a_member_is_refused_even_with_force(
+    kafka: KafkaConfig, new_topic: Callable[..., str], produce, topic_name: str, member, tmp_path: Path
+) -> None:
+    topic = new_topic(partitions=1)
+    produce(topic, 5, partitions=1)
+    group = f"{topic_name}-g"
+    member(group, topic)
+
+    with pytest.raises(GroupActive, match=r"1 active member\(s\).*Nothing was written"):
+        set_group_offsets(kafka, group, {TopicPartition(topic, 0): 2}, force=True, backup_dir=str(tmp_path))
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_group_set_refuses_a_partition_the_cluster_lacks_as_bad_input(
+    bootstrap: str, new_topic: Callable[..., str], produce, topic_name: str, tmp_path: Path
+) -> None:
+    topic = new_topic(partitions=1)
+    produce(topic, 5, partitions=1)
+    group = f"{topic_name}-g"
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"{topic},0,1\n{topic},3,1\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"{topic},0,1\n{topic},0,2\n")
+
+    unknown = invoke("group", "set", group, "-b", bootstrap, "--from-file", str(plan), "--execute")
+    duplicate = invoke("group", "set", group, "-b", bootstrap, "--from-file", str(bad), "--execute")
+
+    assert unknown.exit_code == 2, unknown.output
+    assert unknown.stderr == (
+        f"Error: no such partition on the cluster: {topic} [3] (PARTITION_GONE). Nothing was written.\n"
+    )
+    assert duplicate.exit_code == 2, duplicate.output
+    assert (
+        duplicate.stderr
+        == f"Error: --from-file {bad}:2: {topic} [0] is also on line 1 (one offset per partition)\n"
+    )
+    assert dict(group_offsets(KafkaConfig(bootstrap), group).offsets) == {}
+    with pytest.raises(InvalidInput):
+        set_group_offsets(KafkaConfig(bootstrap), group, {TopicPartition(f"{topic}-nosuch", 0): 0})
+
+
+def test_lag_export_refuses_someone_elses_group_and_backs_it_up_with_force(
+    bootstrap: str, new_topic: Callable[..., str], produce, topic_name: str, tmp_path: Path
+) -> None:
+    """The issue's case: lag_export --group billing on an idle group holding 120/115/100."""
+    topic = new_topic(partitions=3)
+    produce(topic, 390, partitions=3)  # 130 a partition
+    checkpoint = write_checkpoint(tmp_path / "chk", topic=topic, partitions=3)  # resumes at 30 each
+    group = f"{topic_name}-billing"
+    kafka = KafkaConfig(bootstrap, timeout_s=20)
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    theirs = dict(zip(tps, (120, 115, 100), strict=True))
+    foreign_commit(bootstrap, group, theirs)
+    state = tmp_path / "state"
+    args = (str(checkpoint), "-b", bootstrap, "--group", group)
+
+    refused = run_lag_export(*args, state=state)
+    unchanged = dict(group_offsets(kafka, group).offsets)
+    forced = run_lag_export(*args, "--force", state=state)
+    backups = state / "stream-recovery" / "group-backups"
+    (backup,) = backups.iterdir()
+    written = group_offsets(kafka, group)
+    again = run_lag_export(*args, state=state)  # now the toolkit's group: no --force, no new backup
+
+    assert refused.returncode == 1, refused.stderr
+    assert f"Error: group {group} has committed offsets stream-recovery did not write" in refused.stderr
+    assert unchanged == theirs
+    assert forced.returncode == 0, forced.stderr
+    assert f"% the group's previous offsets are saved in {backup}" in forced.stderr
+    assert read_offsets_file(backup.read_bytes().splitlines(), str(backup)) == theirs
+    assert dict(written.offsets) == dict.fromkeys(tps, 30)
+    assert set(written.metadata.values()) == {"stream-recovery:1:lag_export"}
+    assert again.returncode == 0, again.stderr
+    assert list(backups.iterdir()) == [backup]
+    foreign_commit(bootstrap, group, theirs)
+    with pytest.raises(GroupNotOurs):  # a library caller gets the same refusal
+        set_group_offsets(kafka, group, dict.fromkeys(tps, 1))

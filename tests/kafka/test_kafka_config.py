@@ -109,3 +109,64 @@ def test_a_line_without_a_key_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"client.properties: line 2 is not key=value"):
         parse_properties("a=1\n=2\n", source="client.properties")
     assert parse_properties("lonely\nx : y z\n") == {"lonely": "", "x": "y z"}
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [
+        "kafka:9092",
+        "a:1,b:65535",
+        "kafka-1.prod:9093, kafka-2.prod:9093",
+        "127.0.0.1:1",
+        "[::1]:9092",
+        "[fe80::1%eth0]:9092",
+        "PLAINTEXT://broker:9092",
+        "SASL_SSL://broker_1:9093",
+    ],
+)
+def test_bootstrap_servers_the_java_clients_accept(servers: str) -> None:
+    assert KafkaConfig(servers).bootstrap_servers == servers
+
+
+@pytest.mark.parametrize(
+    ("servers", "message"),
+    [
+        ("::garbage::", "--bootstrap-server: '::garbage::' is not HOST:PORT"),
+        ("::1:9092", "'::1:9092' is not HOST:PORT (as broker:9092, or [::1]:9092 for IPv6)"),
+        ("broker", "--bootstrap-server: 'broker' has no port (HOST:PORT, as broker:9092)"),
+        ("[::1]", "'[::1]' has no port"),
+        ("broker:", "the port of 'broker:' is not in 1-65535"),
+        ("broker:0", "the port of 'broker:0' is not in 1-65535"),
+        ("broker:65536", "the port of 'broker:65536' is not in 1-65535"),
+        ("broker:9092x", "the port of 'broker:9092x' is not in 1-65535"),
+        ("a:1,,b:2", "'' is not HOST:PORT"),
+        ("a:1,", "'' is not HOST:PORT"),
+        ("my broker:9092", "'my broker:9092' is not HOST:PORT"),
+        ("admin:hunter2-secret@broker:9092", "'***@broker:9092' is not HOST:PORT"),
+    ],
+)
+def test_bad_bootstrap_servers_are_bad_input(servers: str, message: str) -> None:
+    with pytest.raises(InvalidInput) as bad:
+        KafkaConfig(servers)
+    assert message in str(bad.value) and "\n" not in str(bad.value)
+    assert "hunter2" not in str(bad.value)
+
+
+@pytest.mark.parametrize("servers", ["::garbage::", "broker", "broker:70000", "u:hunter2-secret@b:1"])
+def test_bad_bootstrap_servers_exit_2_at_once_without_io(
+    servers: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No connection is tried: every Kafka command fails in the option parsing, one line, exit 2."""
+    from recovery.cli import main
+
+    for argv in (
+        ["offsets", "-b", servers],
+        ["group", "show", "g", "-b", servers],
+        ["repair", "/nowhere", "-b", servers],
+    ):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        out, err = capsys.readouterr()
+        assert (exited.value.code, out) == (2, ""), err
+        assert err.startswith("Error: --bootstrap-server: ") and err.count("\n") == 1, err
+        assert "hunter2" not in err

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -54,6 +56,7 @@ def test_offset_ranges_of_each_partition(kafka: KafkaConfig, new_topic: Callable
 
     topic_id = topic_ids(kafka, [topic])[topic]
     assert topic_id is not None and len(topic_id) == 22
+    assert set(topic_id) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
     assert ranges == {
         tp(topic, 0): PartitionOffsets(tp(topic, 0), 0, 5, None, topic_id),
         tp(topic, 1): PartitionOffsets(tp(topic, 1), 0, 5, None, topic_id),
@@ -481,3 +484,43 @@ def test_without_the_c_entry_point_the_public_list_offsets_gives_the_same_answer
         OffsetRange(0, 3),
     ]
     assert public[tp(topic, 5)] == MissingPartition(tp(topic, 5), MissingReason.PARTITION_GONE)
+
+
+# -- topic ids in Kafka's text form (fast: no broker) ----------------------------------------------
+
+
+def test_topic_ids_are_kafkas_url_safe_base64_without_padding() -> None:
+    """Kafka's Uuid.toString (what kafka-topics.sh prints) is URL-safe base64 of the 16 bytes,
+    unpadded; confluent_kafka's str(Uuid) uses '+' and '/'."""
+    from confluent_kafka import Uuid
+
+    from recovery.kafka.values import kafka_topic_id
+
+    uuid = Uuid(-0x0410_0000_0000_0001, 0x7BEF_FFFF_FFFF_FFFE)
+    raw = (-0x0410_0000_0000_0001 & (2**64 - 1)).to_bytes(8, "big") + (0x7BEF_FFFF_FFFF_FFFE).to_bytes(
+        8, "big"
+    )
+    kafka_form = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    assert {"+", "/"} & set(str(uuid))  # the case this is about
+    assert kafka_topic_id(str(uuid)) == kafka_form
+    assert kafka_topic_id(kafka_form) == kafka_form  # already Kafka's form: unchanged
+    assert kafka_topic_id(base64.b64encode(raw).decode()) == kafka_form  # padded standard form
+
+
+def test_topic_ids_recorded_in_the_old_form_read_as_kafkas_form(tmp_path: Path) -> None:
+    """A _recovery/topic-ids.json written before ids were printed Kafka's way still matches the
+    cluster's id (no false 'topic id changed')."""
+    from recovery.checkpoint import open_checkpoint
+    from recovery.topic_ids import read_topic_ids, record_topic_ids
+
+    root = tmp_path / "chk"
+    (root / "offsets").mkdir(parents=True)
+    (root / "metadata").write_text('{"id":"6f1c2a4e-0d55-4b8e-9a51-3f3b9d3c1e27"}')
+    (root / "offsets/0").write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":1}\n{"t":{"0":5}}')
+    (root / "_recovery").mkdir()
+    (root / "_recovery/topic-ids.json").write_text('{"topic_ids": {"t": "+/8AAAAAAAAAAAAAAAAAAA=="}}')
+    chk = open_checkpoint(str(root))
+    assert read_topic_ids(chk) == ({"t": "-_8AAAAAAAAAAAAAAAAAAA"}, ())
+    record_topic_ids(chk, {"u": "AQIDBAUGBwgJCgsMDQ4PEA"}, "test")
+    written = json.loads((root / "_recovery/topic-ids.json").read_text())["topic_ids"]
+    assert written == {"t": "-_8AAAAAAAAAAAAAAAAAAA", "u": "AQIDBAUGBwgJCgsMDQ4PEA"}

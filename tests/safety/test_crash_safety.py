@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from chk_builder import checkpoint_files, tree, write_checkpoint
+from stopped import stopped
 
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.checkpoint.intent import INTENT_FILE, read_interrupted
@@ -110,7 +111,7 @@ def test_rewrite_killed_before_each_file_operation(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_restore_killed_before_each_file_operation(tmp_path: Path) -> None:
     original = checkpoint_files(batches=3, committed=2)
-    base = write_checkpoint(tmp_path / "base" / "chk", original)
+    base = stopped(write_checkpoint(tmp_path / "base" / "chk", original))  # restore refuses a live one
     O0 = TopicPartition("orders", 0)
     backup = rewrite_offsets(open_checkpoint(str(base)), {2: {0: {O0: 25}}}, initial={0: {O0: 3}})
     rewritten = tree(base)

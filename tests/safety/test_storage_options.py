@@ -108,3 +108,54 @@ def test_object_stores_never_touch_side_files(monkeypatch: pytest.MonkeyPatch, t
     assert ".crc" not in ops and "offsets/2" in ops
     assert backup.absent == () and [f.path for f in backup.files] == ["offsets/2"]
     assert not [e for e in store.list("offsets") if e.name.endswith(".crc")]
+
+
+def test_credentials_in_the_checkpoint_url_are_masked_in_sdk_messages(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """botocore quotes the bucket of ``s3://KEY:SECRET@bucket/chk`` as ``"KEY:SECRET@bucket"`` in its
+    own message; neither part reaches the output."""
+    code, out, err = run(
+        capsys,
+        "checkpoint",
+        "show",
+        "s3://AKIAINURL42:s3cr3tInBucket@bucket/chk",
+        "--storage-option",
+        f"endpoint_url=http://127.0.0.1:{free_port()}",
+        "--storage-option",
+        'config_kwargs={"retries":{"max_attempts":1},"connect_timeout":1}',
+    )
+    assert code in (ExitCode.INVALID_INPUT, ExitCode.UNREACHABLE) and out == "" and err.count("\n") == 1, err
+    assert "s3://***@bucket/chk" in err
+    assert "s3cr3tInBucket" not in err and "AKIAINURL42" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("s3://AKIA:pw@bucket/chk: gone", "s3://***@bucket/chk: gone"),
+        ('Invalid bucket name "AKIA:pw@bucket"', 'Invalid bucket name "***@bucket"'),
+        ("SASL_SSL://svc:pa55@broker:9093 refused", "SASL_SSL://***@broker:9093 refused"),
+        ("http://u:p@h:1/x and 'u:p@h'", "http://***@h:1/x and '***@h'"),
+        ("ops@example.com owns /data/chk", "ops@example.com owns /data/chk"),
+    ],
+)
+def test_every_recovery_error_masks_url_credentials(text: str, masked: str) -> None:
+    """The last line of defence: whatever a library (deltalake, botocore, librdkafka) put in a
+    message, a RecoveryError built from it shows no user:password@."""
+    from recovery.errors import DeltaError, KafkaError, StorageError
+
+    for error in (StorageError, DeltaError, KafkaError, ConfigError):
+        assert str(error(text)) == masked
+
+
+def test_error_messages_are_one_line() -> None:
+    """deltalake and delta-rs put arrows and newlines in their texts; the CLI prints one line."""
+    from recovery.errors import DeltaError, RigError
+
+    text = "s3://b/t: OSError: Generic S3 error\n  ↳ error sending request\n   ↳ Connection refused\n"
+    assert (
+        str(DeltaError(text))
+        == "s3://b/t: OSError: Generic S3 error ↳ error sending request ↳ Connection refused"
+    )
+    assert str(RigError("broker exited:\nlog line")) == "broker exited:\nlog line"  # a log tail stays a tail

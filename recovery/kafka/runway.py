@@ -1,0 +1,198 @@
+"""The facts a retention runway needs (:mod:`recovery.runway` decides with them):
+
+* each topic's ``retention.ms``, ``retention.bytes``, ``cleanup.policy`` and ``segment.ms``: one
+  DescribeConfigs request for all topics (the effective values: a topic without its own setting
+  answers the broker's default);
+* the timestamp of the record at each position: ListOffsets cannot give the timestamp of an
+  offset, so one consumer (``assign``, no group, nothing committed) is assigned every partition at
+  its position and takes the first record of each, pausing a partition once it has it; the broker
+  answers a small fetch with at least one whole record batch (KIP-74), so each partition costs one
+  batch.
+
+confluent-kafka has no DescribeLogDirs, so ``retention.bytes`` is not estimated (the reason says so).
+
+Failures never sink a validation: a fact that cannot be read becomes a string saying why, and the
+runway says it is unknown.
+
+    retention, stamps = runway_facts(kafka, {(TopicPartition("orders", 0), 1042)})
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from recovery.errors import RecoveryError
+from recovery.kafka._errors import error_code, scrub
+from recovery.kafka._retry import Deadline
+from recovery.kafka.config import KafkaConfig
+from recovery.model import Isolation, TopicPartition
+from recovery.runway import RecordStamp, TopicRetention
+
+log = logging.getLogger(__name__)
+
+__all__ = ["record_stamps", "runway_facts", "topic_retention"]
+
+_CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy", "segment.ms")
+_BATCH = 500  # messages taken per consume() call
+
+
+def runway_facts(
+    kafka: KafkaConfig,
+    positions: Iterable[tuple[TopicPartition, int]],
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+) -> tuple[dict[str, TopicRetention | str], dict[tuple[TopicPartition, int], RecordStamp | str]]:
+    """The retention settings of the positions' topics and the record stamps at the positions."""
+    wanted = sorted(set(positions), key=lambda item: (item[0].topic, item[0].partition, item[1]))
+    if not wanted:
+        return {}, {}
+    # Every position is read, compacted topics' too: the age of the oldest unread record is the
+    # query's lag in time, worth showing whatever the retention.
+    return topic_retention(kafka, {tp.topic for tp, _ in wanted}), record_stamps(kafka, wanted, isolation)
+
+
+def topic_retention(kafka: KafkaConfig, topics: Iterable[str]) -> dict[str, TopicRetention | str]:
+    """Each topic's effective deletion settings, or why they could not be read."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource
+
+    from recovery.kafka.admin import admin_for
+
+    names = sorted(set(topics))
+    if not names:
+        return {}
+    deadline = Deadline(kafka.timeout_s)
+    client = admin_for(kafka).client
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
+    out: dict[str, TopicRetention | str] = {}
+    try:
+        futures = client.describe_configs(resources, request_timeout=max(1.0, deadline.remaining()))
+    except (KafkaException, ValueError, TypeError) as exc:
+        return dict.fromkeys(names, f"DescribeConfigs: {scrub(str(exc), kafka)}")
+    for resource, future in futures.items():
+        try:
+            entries = future.result(timeout=deadline.remaining() + 5)
+            out[resource.name] = _retention({k: e.value for k, e in entries.items() if k in _CONFIGS})
+        except KafkaException as exc:
+            out[resource.name] = f"DescribeConfigs {error_code(exc)}"
+        except (ValueError, TypeError) as exc:
+            out[resource.name] = f"DescribeConfigs answered an unreadable value ({exc})"
+        except Exception as exc:  # a future librdkafka never completes (TimeoutError)
+            out[resource.name] = (
+                f"DescribeConfigs: no answer within {kafka.timeout_s:g}s ({type(exc).__name__})"
+            )
+    return out
+
+
+def _retention(values: Mapping[str, str | None]) -> TopicRetention:
+    policy = frozenset(p.strip() for p in (values.get("cleanup.policy") or "delete").split(",") if p.strip())
+    segment = values.get("segment.ms")
+    return TopicRetention(
+        retention_ms=int(values.get("retention.ms") or -1),
+        retention_bytes=int(values.get("retention.bytes") or -1),
+        cleanup_policy=policy,
+        segment_ms=int(segment) if segment else None,
+    )
+
+
+def record_stamps(
+    kafka: KafkaConfig,
+    positions: Iterable[tuple[TopicPartition, int]],
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+) -> dict[tuple[TopicPartition, int], RecordStamp | str]:
+    """The first record at or after each position (offset and timestamp), or why none was read.
+
+    Two sources reading one partition at different positions are read in rounds (a consumer holds
+    one position per partition)."""
+    rounds: list[dict[TopicPartition, int]] = []
+    for tp, offset in sorted(set(positions), key=lambda item: (item[0].topic, item[0].partition, item[1])):
+        for batch in rounds:
+            if tp not in batch:
+                batch[tp] = offset
+                break
+        else:
+            rounds.append({tp: offset})
+    deadline = Deadline(kafka.timeout_s)
+    out: dict[tuple[TopicPartition, int], RecordStamp | str] = {}
+    for batch in rounds:
+        out.update(_one_round(kafka, batch, isolation, deadline))
+    return out
+
+
+def _one_round(
+    kafka: KafkaConfig, positions: Mapping[TopicPartition, int], isolation: Isolation, deadline: Deadline
+) -> dict[tuple[TopicPartition, int], RecordStamp | str]:
+    from confluent_kafka import Consumer, KafkaException
+    from confluent_kafka import TopicPartition as KafkaTP
+
+    settings: dict[str, str | int | float | bool] = {
+        # A throwaway group id: assign() never joins it and nothing is committed.
+        "group.id": f"stream-recovery-runway-{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "isolation.level": isolation.value,
+        "auto.offset.reset": "error",  # a deleted position is an answer, not a reason to jump
+        "enable.partition.eof": True,
+        # One batch per partition is all we need: the broker still sends a whole first batch (KIP-74).
+        "fetch.message.max.bytes": 1024,
+        "queued.max.messages.kbytes": 1024,
+        "fetch.wait.max.ms": 100,
+    }
+    found: dict[tuple[TopicPartition, int], RecordStamp | str] = {}
+    try:
+        consumer = Consumer(kafka.client_config(**settings))
+    except (KafkaException, ValueError, TypeError) as exc:
+        reason = f"consumer settings refused: {scrub(str(exc), kafka)}"
+        return {(tp, o): reason for tp, o in positions.items()}
+    pending = dict(positions)
+    try:
+        consumer.assign([KafkaTP(tp.topic, tp.partition, o) for tp, o in positions.items()])
+        while pending and not deadline.expired():
+            # Short waits: consume() returns early only once _BATCH messages are in, and the last
+            # partitions' few records would otherwise sit out a long timeout.
+            messages = consumer.consume(_BATCH, timeout=min(0.05, max(0.01, deadline.remaining())))
+            done = [_take(message, pending, found) for message in messages]
+            stop = [KafkaTP(tp.topic, tp.partition) for tp in done if tp is not None]
+            if stop:
+                consumer.pause(stop)
+    except (KafkaException, RecoveryError) as exc:
+        reason = f"fetch failed ({error_code(exc)})"
+        found.update({(tp, o): reason for tp, o in pending.items()})
+        pending = {}
+    finally:
+        consumer.close()
+    found.update({(tp, o): f"no record fetched within {kafka.timeout_s:g}s" for tp, o in pending.items()})
+    log.debug("runway: %d record stamps read", sum(isinstance(v, RecordStamp) for v in found.values()))
+    return found
+
+
+def _take(
+    message: Any,
+    pending: dict[TopicPartition, int],
+    found: dict[tuple[TopicPartition, int], RecordStamp | str],
+) -> TopicPartition | None:
+    """Record ``message``'s answer for its partition (once); the partition, when it is now done."""
+    topic, partition = message.topic(), message.partition()
+    if topic is None or partition is None:
+        return None  # a client-level event (e.g. a broker connection retried): not about a partition
+    tp = TopicPartition(topic, partition)
+    position = pending.get(tp)
+    if position is None:
+        return None
+    err = message.error()
+    if err is not None:
+        name = err.name()
+        if name == "_PARTITION_EOF":
+            reason = "nothing readable at or after it now (transaction markers or aborted records only)"
+        elif name == "OFFSET_OUT_OF_RANGE":
+            reason = "deleted while being read"
+        else:
+            reason = f"fetch answered {name}"
+        found[(tp, position)] = reason
+    else:
+        _kind, ts = message.timestamp()
+        found[(tp, position)] = RecordStamp(int(message.offset()), int(ts))
+    del pending[tp]
+    return tp

@@ -1,0 +1,221 @@
+"""Retention runway against the real broker: the predicted earliest delete time of the record at a
+checkpoint's position vs the moment the broker's retention moves the log start past it, and what
+validate, the gate, lag and repair --from-file say (one Kafka broker; checkpoints written as files).
+
+The rig's broker checks retention every second (recovery.local.broker.RETENTION_TESTABLE)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from recovery.api import checkpoint_lag, validate_checkpoint
+from recovery.cli import cli, run
+from recovery.gate import prestart_gate
+from recovery.kafka.config import KafkaConfig
+from recovery.local import topics
+from recovery.local.broker import RETENTION_TESTABLE
+from recovery.model import GateMode, Runway, Verdict
+
+CHECK_INTERVAL_MS = int(RETENTION_TESTABLE["log.retention.check.interval.ms"])
+RETENTION_MS = 20_000
+DAY_S = 86_400
+
+
+def example_rig() -> ModuleType:
+    """``conf/examples/rig.py``: the examples' checkpoint writer."""
+    path = Path(__file__).resolve().parents[2] / "conf/examples/rig.py"
+    spec = importlib.util.spec_from_file_location("runway_example_rig", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RIG = example_rig()
+
+
+def checkpoint(root: Path, topic: str, positions: list[int]) -> Path:
+    """A checkpoint whose one committed batch ended at ``positions`` (one per partition)."""
+    RIG.write_local(root, RIG.checkpoint_files(topic, [positions]))
+    return root
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def _boundary(argv: tuple[str, ...]) -> None:
+    run(cli, list(argv))
+
+
+def invoke(*args: str) -> Result:
+    """``stream-recovery ...`` behind its real error boundary."""
+    return CliRunner().invoke(_boundary, list(args))
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def test_the_broker_deletes_unread_records_no_earlier_than_predicted(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(1, {"retention.ms": str(RETENTION_MS), "segment.ms": "2000"})
+    written_at = now_ms() - 10_000  # CreateTime 10 s ago: retention may delete them 10 s from now
+    topics.produce(bootstrap, topic, topics.keyed_records(10, partitions=1, timestamp_ms=written_at))
+    # Stamped now, so they land in a new segment (the first is older than segment.ms) that outlives it.
+    topics.produce(bootstrap, topic, topics.keyed_records(10, partitions=1, start=10))
+    chk = checkpoint(tmp_path / "chk", topic, [5])
+
+    report = validate_checkpoint(str(chk), KafkaConfig(bootstrap), runway_warn_s=60)
+
+    (finding,) = report.findings
+    assert finding.verdict is Verdict.AT_RISK and report.exit_code == 1
+    predicted = written_at + RETENTION_MS
+    assert finding.runway == Runway(predicted, written_at, f"retention.ms={RETENTION_MS}")
+    assert topics.offset_range(bootstrap, topic, 0)[0] == 0  # not deleted yet
+
+    observed = None
+    while now_ms() < predicted + 60_000:
+        if topics.offset_range(bootstrap, topic, 0)[0] > 5:
+            observed = now_ms()
+            break
+        time.sleep(0.05)
+    assert observed is not None, "retention never deleted the first segment"
+    # The segment's newest record is as old as the one at the position (no roll slack), so the
+    # broker deletes it at the first retention check after the predicted time.
+    assert predicted <= observed <= predicted + CHECK_INTERVAL_MS + 3_000, (predicted, observed)
+    assert topics.offset_range(bootstrap, topic, 0)[0] == 10  # the second segment is still there
+    after = validate_checkpoint(str(chk), KafkaConfig(bootstrap), runway_warn_s=60)
+    assert after.findings[0].verdict is Verdict.BELOW_LOG_START and after.findings[0].records_lost == 5
+
+
+def test_compacted_infinite_size_limited_and_caught_up_partitions_say_so(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    kafka = KafkaConfig(bootstrap)
+    cases = {
+        "compact": ({"cleanup.policy": "compact"}, "compacted (cleanup.policy=compact): not deleted by time"),
+        "infinite": ({"retention.ms": "-1"}, "infinite retention (retention.ms=-1)"),
+        "bytes": (
+            {"retention.ms": "86400000", "retention.bytes": "1048576"},
+            "retention.ms=86400000; retention.bytes=1048576: not estimated",
+        ),
+    }
+    for suffix, (config, reason) in cases.items():
+        topic = new_topic(2, config, suffix=f"-{suffix}")
+        topics.produce(bootstrap, topic, topics.keyed_records(10, partitions=2))
+        chk = checkpoint(tmp_path / suffix, topic, [2, 5])  # partition 1 has read all it holds
+
+        report = validate_checkpoint(str(chk), kafka, runway_warn_s=3600)
+
+        reading, caught_up = report.findings
+        assert reading.runway is not None and reading.runway.reason == reason, suffix
+        assert reading.runway.oldest_unread_ms is not None and reading.verdict is Verdict.OK
+        assert caught_up.runway == Runway(None, None, "nothing unread")
+        assert report.exit_code == 0
+
+
+def test_validate_shows_the_runway_and_exits_1_when_at_risk(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(2)  # the broker's default retention.ms: 7 days
+    topics.produce(bootstrap, topic, topics.keyed_records(20, partitions=2))
+    chk = str(checkpoint(tmp_path / "chk", topic, [3, 10]))
+
+    at_risk = invoke("validate", chk, "-b", bootstrap, "--runway-warn", "8d")
+    healthy = invoke("validate", chk, "-b", bootstrap, "--runway-warn", "PT6H", "--output", "json")
+    skipped = invoke("validate", chk, "-b", bootstrap, "--no-runway", "--output", "json")
+    plain = invoke("validate", chk, "-b", bootstrap)  # no threshold: the runway is shown, no verdict
+    typo = invoke("validate", chk, "-b", bootstrap, "--runway-warn", "6 hours")
+
+    assert at_risk.exit_code == 1, at_risk.output
+    header, first, second = at_risk.stdout.splitlines()
+    assert header.split()[-3:] == ["SPARK-ON-RESTART", "RUNWAY", "OLDEST-UNREAD"]
+    assert first.split()[3] == "AT_RISK" and first.split()[-3] == "runs"
+    assert first.split()[-2].startswith("6d2") and first.split()[-1].endswith("s")  # seconds old
+    assert second.split()[3] == "OK" and second.split()[-1] == "-"  # read all it holds: no age either
+    assert "% action needed: start the query before retention deletes what it has not read" in at_risk.stderr
+    assert f"% {topic} [0]: retention may delete unread records in 6d2" in at_risk.stderr
+
+    assert healthy.exit_code == 0, healthy.output
+    body = json.loads(healthy.stdout)
+    row = body["partitions"][0]
+    assert row["verdict"] == "OK" and 6 * DAY_S < row["runway_s"] <= 7 * DAY_S
+    assert row["runway_reason"] == "retention.ms=604800000" and 0 <= row["oldest_unread_age_s"] < 600
+    assert body["runway_warn_s"] == 6 * 3600
+    assert plain.exit_code == 0, plain.output
+    assert f"% shortest runway: {topic} [0]: retention may delete unread records in 6d2" in plain.stderr
+    assert "(no --runway-warn threshold); retention.ms=604800000" in plain.stderr
+
+    assert skipped.exit_code == 0 and json.loads(skipped.stdout)["partitions"][0]["runway_s"] is None
+    assert typo.exit_code == 2 and "--runway-warn" in typo.stderr
+
+
+def test_the_gate_only_warns_on_a_short_runway(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = new_topic(1)
+    topics.produce(bootstrap, topic, topics.keyed_records(10, partitions=1))
+    chk = checkpoint(tmp_path / "chk", topic, [4])
+    kafka = KafkaConfig(bootstrap)
+
+    with caplog.at_level(logging.WARNING, logger="recovery.gate"):
+        report = prestart_gate(str(chk), kafka, mode=GateMode.FAIL, runway_warn_s=8 * DAY_S)
+
+    assert report is not None and [f.verdict for f in report.findings] == [Verdict.AT_RISK]
+    assert not report.needs_repair  # starting the job is the cure: no GateFailed
+    assert f"retention may delete records the query has not read yet:\n{topic} [0]: " in caplog.text
+    assert (chk / "_recovery/topic-ids.json").exists()  # passed as healthy
+
+    (lag,) = checkpoint_lag(str(chk), kafka)
+    assert lag.lag == 6 and lag.runway_s is not None and 6 * DAY_S < lag.runway_s <= 7 * DAY_S
+
+
+def test_from_file_rows_the_checkpoint_does_not_read_exit_2(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(2)
+    topics.produce(bootstrap, topic, topics.keyed_records(20, partitions=2))
+    chk = checkpoint(tmp_path / "chk", topic, [3, 3])
+    before = {p.name: p.read_bytes() for p in (chk / "offsets").iterdir()}
+    typo = topic[:-1]  # one letter short
+    rows = tmp_path / "positions.csv"
+    rows.write_text(f"{topic},0,5\n{typo},0,5\n{topic},9,1\n")
+
+    result = invoke("repair", str(chk), "-b", bootstrap, "--from-file", str(rows), "--execute", "--force")
+
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"Error: --from-file: the checkpoint does not read {typo} [0], {topic} [9] (closest: {topic}); "
+        f"{topic} has partitions 0, 1 (it reads {topic}). Nothing was written.\n"
+    )
+    assert {p.name: p.read_bytes() for p in (chk / "offsets").iterdir()} == before
+
+
+def test_a_long_table_shows_what_needs_action_first_and_json_shows_all(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(60)
+    topics.produce(bootstrap, topic, topics.keyed_records(120, partitions=60))  # 2 per partition
+    topics.delete_records(bootstrap, topic, {57: 2, 58: 2, 59: 2})
+    chk = str(checkpoint(tmp_path / "chk", topic, [1] * 60))
+
+    table = invoke("validate", chk, "-b", bootstrap)
+    body = invoke("validate", chk, "-b", bootstrap, "--output", "json")
+
+    assert table.exit_code == body.exit_code == 1, table.output
+    rows = [line.split() for line in table.stdout.splitlines()[1:]]
+    assert len(rows) == 50
+    assert [(r[2], r[3]) for r in rows[:3]] == [(str(p), "BELOW_LOG_START") for p in (57, 58, 59)]
+    assert "% 10 more partitions OK (not shown)" in table.stderr
+    assert "% 10 of 60 partitions not shown: --output json shows all" in table.stderr
+    assert len(json.loads(body.stdout)["partitions"]) == 60

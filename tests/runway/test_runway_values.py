@@ -1,0 +1,308 @@
+"""Retention runway and long tables from values (no broker): the runway of a position from its
+record's timestamp and the topic's settings, AT_RISK below the threshold, the validate/repair
+tables past a page, and ``--from-file`` rows the checkpoint does not read."""
+
+from __future__ import annotations
+
+import pytest
+
+from recovery.api import _refuse_unknown_scope
+from recovery.errors import OffsetSpecError
+from recovery.model import (
+    COULD_NOT_READ,
+    Finding,
+    Isolation,
+    Move,
+    OffsetRange,
+    Plan,
+    Runway,
+    Strategy,
+    StrategyKind,
+    TopicPartition,
+    Verdict,
+)
+from recovery.report.findings import finding_rows, paged, report_notes, runway_cell, validate_table
+from recovery.results import PartitionLag, Report
+from recovery.runway import (
+    RecordStamp,
+    TopicRetention,
+    apply_runway,
+    format_duration_ms,
+    parse_runway_warn,
+    runway_of,
+    wanted_positions,
+)
+
+NOW = 1_800_000_000_000
+HOUR = 3_600_000
+WEEK = 7 * 24 * HOUR
+T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+DELETE = TopicRetention(WEEK)
+
+
+def ok(tp: TopicPartition = T0, position: int = 100, end: int = 200) -> Finding:
+    return Finding("0", tp, Verdict.OK, position, None, OffsetRange(0, end))
+
+
+@pytest.mark.parametrize(
+    ("retention", "stamp", "expected"),
+    [
+        (DELETE, RecordStamp(100, NOW - HOUR), Runway(NOW - HOUR + WEEK, NOW - HOUR, f"retention.ms={WEEK}")),
+        (
+            TopicRetention(WEEK, retention_bytes=1 << 30),
+            RecordStamp(100, NOW),
+            Runway(NOW + WEEK, NOW, f"retention.ms={WEEK}; retention.bytes=1073741824: not estimated"),
+        ),
+        (
+            DELETE,
+            RecordStamp(102, NOW),
+            Runway(NOW + WEEK, NOW, f"retention.ms={WEEK}; first record at or after 100 is 102"),
+        ),
+        (
+            TopicRetention(WEEK, cleanup_policy=frozenset({"compact"})),
+            RecordStamp(100, NOW),
+            Runway(None, NOW, "compacted (cleanup.policy=compact): not deleted by time"),
+        ),
+        (
+            TopicRetention(-1),
+            RecordStamp(100, NOW),
+            Runway(None, NOW, "infinite retention (retention.ms=-1)"),
+        ),
+        (  # size retention still deletes: not "infinite", and not estimated
+            TopicRetention(-1, retention_bytes=1 << 20),
+            RecordStamp(100, NOW),
+            Runway(None, NOW, "size-limited (retention.ms=-1, retention.bytes=1048576): not estimated"),
+        ),
+        (
+            DELETE,
+            "fetch answered TOPIC_AUTHORIZATION_FAILED",
+            Runway(None, None, "record at 100 not read: fetch answered TOPIC_AUTHORIZATION_FAILED"),
+        ),
+        (DELETE, RecordStamp(100, -1), Runway(None, None, "record at 100 has no timestamp")),
+        (
+            "DescribeConfigs TOPIC_AUTHORIZATION_FAILED",
+            RecordStamp(100, NOW),
+            Runway(None, NOW, "retention settings not read: DescribeConfigs TOPIC_AUTHORIZATION_FAILED"),
+        ),
+    ],
+    ids=[
+        "time",
+        "bytes-not-estimated",
+        "gap",
+        "compacted",
+        "infinite",
+        "size-limited-only",
+        "not-fetched",
+        "no-timestamp",
+        "no-configs",
+    ],
+)
+def test_runway_of_a_position(
+    retention: TopicRetention | str, stamp: RecordStamp | str, expected: Runway
+) -> None:
+    assert runway_of(100, retention, stamp) == expected
+
+
+def test_compact_and_delete_is_deleted_by_time() -> None:
+    both = TopicRetention(HOUR, cleanup_policy=frozenset({"compact", "delete"}))
+    assert runway_of(5, both, RecordStamp(5, NOW)).earliest_delete_ms == NOW + HOUR
+
+
+def test_an_ok_partition_below_the_threshold_is_at_risk_and_the_others_keep_their_verdict() -> None:
+    lost = Finding("0", T1, Verdict.BELOW_LOG_START, 10, None, OffsetRange(50, 200), 40, COULD_NOT_READ)
+    caught_up = ok(TopicPartition("orders", 2), position=200)
+    findings = (ok(), lost, caught_up)
+    assert wanted_positions(findings) == {(T0, 100)}
+    stamps = {(T0, 100): RecordStamp(100, NOW - WEEK + 2 * HOUR)}  # 2 hours before retention may delete it
+
+    judged = apply_runway(findings, {"orders": DELETE}, stamps, now_ms=NOW, warn_ms=6 * HOUR)
+
+    at_risk, same, nothing = judged
+    assert at_risk.verdict is Verdict.AT_RISK and at_risk.needs_action and not at_risk.needs_repair
+    assert at_risk.runway == Runway(NOW + 2 * HOUR, NOW - WEEK + 2 * HOUR, f"retention.ms={WEEK}")
+    assert at_risk.detail == (
+        f"retention may delete unread records in 2h (record at 100 is 6d22h old; retention.ms={WEEK}): "
+        "start the query"
+    )
+    assert same == lost
+    assert nothing.verdict is Verdict.OK and nothing.runway == Runway(None, None, "nothing unread")
+    without = apply_runway(findings, {"orders": DELETE}, stamps, now_ms=NOW, warn_ms=None)
+    assert without[0].verdict is Verdict.OK and without[0].runway == at_risk.runway
+
+
+def test_a_runway_already_past_says_the_next_retention_check() -> None:
+    stamps = {(T0, 100): RecordStamp(100, NOW - WEEK - 1000)}
+    (f,) = apply_runway((ok(),), {"orders": DELETE}, stamps, now_ms=NOW, warn_ms=HOUR)
+    assert f.verdict is Verdict.AT_RISK and "at the next retention check" in f.detail
+    assert runway_cell(f.runway, NOW) == "due"
+
+
+def test_report_rows_notes_and_exit_code() -> None:
+    stamps = {(T0, 100): RecordStamp(100, NOW - WEEK + 2 * HOUR)}
+    findings = apply_runway((ok(),), {"orders": DELETE}, stamps, now_ms=NOW, warn_ms=6 * HOUR)
+    report = Report(
+        "/chk", "q", 3, False, Isolation.READ_UNCOMMITTED, findings, runway_at_ms=NOW, runway_warn_s=6 * 3600
+    )
+
+    (row,) = finding_rows(report.findings, table=True, runway=True, now_ms=NOW)
+    assert (row["verdict"], row["runway"], row["oldest_unread"], row["on_restart"]) == (
+        "AT_RISK",
+        "2h",
+        "6d22h",
+        "runs",
+    )
+    assert (row["runway_s"], row["oldest_unread_ms"]) == (7200.0, NOW - WEEK + 2 * HOUR)
+    assert report.exit_code == 1 and report.needs_action and not report.needs_repair
+    assert (
+        report_notes(report)[-1]
+        == "action needed: start the query before retention deletes what it has not read"
+    )
+
+    healthy = Report(
+        "/chk",
+        "q",
+        3,
+        False,
+        Isolation.READ_UNCOMMITTED,
+        apply_runway((ok(),), {"orders": DELETE}, stamps, now_ms=NOW, warn_ms=None),
+        runway_at_ms=NOW,
+    )
+    assert healthy.exit_code == 0
+    assert (
+        "shortest runway: orders [0]: retention may delete unread records in 2h "
+        f"(no --runway-warn threshold); retention.ms={WEEK}" in report_notes(healthy)
+    )
+
+
+def test_lag_carries_the_runway_in_seconds() -> None:
+    lag = PartitionLag("0", T0, 100, 0, 200, Verdict.OK, runway=Runway(NOW + 90_000, NOW, "r"), at_ms=NOW)
+    assert (lag.runway_s, lag.lag) == (90.0, 100)
+    assert PartitionLag("0", T0, 100, 0, 200, Verdict.OK).runway_s is None
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("PT6H", 6 * HOUR),
+        ("6h", 6 * HOUR),
+        ("1h30m", 90 * 60_000),
+        ("P1D", 24 * HOUR),
+        ("2d", 48 * HOUR),
+        ("pt90s", 90_000),
+    ],
+)
+def test_runway_warn_takes_iso_and_short_durations(text: str, ms: int) -> None:
+    assert parse_runway_warn(text) == ms
+
+
+@pytest.mark.parametrize("text", ["", "6 hours", "PT", "0h", "-6h", "6x"])
+def test_runway_warn_refuses_what_is_not_a_duration(text: str) -> None:
+    with pytest.raises(OffsetSpecError, match="--runway-warn"):
+        parse_runway_warn(text)
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (18_720_000, "5h12m"),
+        (3 * 86_400_000 + 7000, "3d"),
+        (61_000, "1m1s"),
+        (500, "0s"),
+        (-90_000, "-1m30s"),
+    ],
+)
+def test_durations_show_two_units(ms: int, text: str) -> None:
+    assert format_duration_ms(ms) == text
+
+
+# -- long tables ---------------------------------------------------------------------------------
+
+
+def test_a_long_validate_table_shows_what_needs_action_first_and_sums_up_the_rest() -> None:
+    healthy = [ok(TopicPartition("big", p)) for p in range(120)]
+    lost = [
+        Finding(
+            "0",
+            TopicPartition("big", 120 + p),
+            Verdict.BELOW_LOG_START,
+            1,
+            None,
+            OffsetRange(5, 9),
+            4,
+            COULD_NOT_READ,
+        )
+        for p in range(3)
+    ]
+    report = Report("/chk", "q", 3, False, Isolation.READ_UNCOMMITTED, (*healthy, *lost))
+
+    rows, lines = validate_table(report)
+
+    assert len(rows) == 50
+    assert [r["partition"] for r in rows[:3]] == [120, 121, 122] and rows[3]["partition"] == 0
+    assert lines == [
+        "73 more partitions OK (not shown)",
+        "73 of 123 partitions not shown: --output json shows all",
+    ]
+    assert len(finding_rows(report.findings)) == 123  # JSON and CSV stay complete
+
+
+def test_the_rest_gets_one_line_per_verdict_and_a_short_table_is_left_alone() -> None:
+    rows = [{"verdict": v} for v in ["OK"] * 3 + ["AT_RISK"] * 4 + ["BELOW_LOG_START"] * 2]
+    urgent = [r["verdict"] != "OK" for r in rows]
+    shown, lines = paged(rows, urgent, page=2)
+    assert shown == [{"verdict": "AT_RISK"}] * 2
+    assert lines == [
+        "2 more partitions AT_RISK (not shown)",
+        "2 more partitions BELOW_LOG_START (not shown)",
+        "3 more partitions OK (not shown)",
+        "7 of 9 partitions not shown: --output json shows all",
+    ]
+    assert paged(rows, urgent, page=9) == (rows, [])
+
+
+# -- --from-file rows the checkpoint does not read -----------------------------------------------
+
+
+def plan_for(*tps: TopicPartition) -> Plan:
+    findings = tuple(ok(tp) for tp in tps)
+    return Plan("/chk", "q", 3, False, "from-file", findings, (), ())
+
+
+def test_from_file_rows_the_checkpoint_does_not_read_are_refused_with_the_closest_names() -> None:
+    plan = plan_for(T0, T1, TopicPartition("payments", 0))
+    strategy = Strategy(
+        StrategyKind.FROM_FILE,
+        targets={TopicPartition("ordres", 0): 5, TopicPartition("orders", 7): 5, T0: 5},
+    )
+    with pytest.raises(OffsetSpecError) as raised:
+        _refuse_unknown_scope(plan, strategy)
+    assert str(raised.value) == (
+        "--from-file: the checkpoint does not read orders [7], ordres [0] (closest: orders); "
+        "orders has partitions 0, 1 (it reads orders, payments). Nothing was written."
+    )
+    _refuse_unknown_scope(plan, Strategy(StrategyKind.FROM_FILE, targets={T1: 3}))  # all known: fine
+
+
+def test_a_topic_scope_typo_names_the_closest_topic() -> None:
+    from recovery.kafka.specs import parse_topic_partitions
+
+    with pytest.raises(
+        OffsetSpecError, match=r"--topic ordrs: the checkpoint reads no such topic \(closest: orders\)"
+    ):
+        _refuse_unknown_scope(plan_for(T0), Strategy(scope=parse_topic_partitions("ordrs")))
+
+
+def test_moves_past_a_page_are_summed_up() -> None:
+    from recovery.report.findings import repair_table
+    from recovery.results import RepairResult
+
+    moves = tuple(
+        Move("0", TopicPartition("big", p), Verdict.BELOW_LOG_START, 1, 5, lost=4) for p in range(60)
+    )
+    plan = Plan("/chk", "q", 3, False, "clamp", (), moves, ())
+    rows, lines = repair_table(RepairResult(plan, False))
+    assert len(rows) == 50
+    assert lines == [
+        "10 more moves BELOW_LOG_START (not shown)",
+        "10 of 60 moves not shown: --output json shows all",
+    ]

@@ -1,0 +1,506 @@
+"""Every command and subcommand of the CLI, through each exit code it documents (issue 10 part 8):
+
+    0 done / nothing to do; 1 action needed, a dry run with changes pending, or refused;
+    2 bad input or usage; 3 Kafka or storage unreachable.
+
+The commands are enumerated from the click group itself, so a new command without a row in CASES
+fails ``test_every_command_has_a_case_for_every_code``. A code a command cannot give has a reason
+instead of a case. Cases that need the broker run in ``test_exit_code_on_the_rig`` (integration);
+the others (local files, deltalake tables, an unreachable broker or S3 endpoint) in the fast lane.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+import pyarrow as pa
+import pytest
+from chk_builder import QUERY_ID, checkpoint_files, write_checkpoint
+from deltalake import DeltaTable, write_deltalake
+from stopped import stopped
+
+from recovery.checkpoint import open_checkpoint, rewrite_offsets
+from recovery.cli import cli, main
+from recovery.model import TopicPartition
+
+CODES = (0, 1, 2, 3)
+# deltalake (delta-rs) takes its S3 settings from the environment: an endpoint where nothing listens.
+S3_DOWN_ENV = (
+    ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+    ("AWS_ACCESS_KEY_ID", "k"),
+    ("AWS_SECRET_ACCESS_KEY", "s"),
+    ("AWS_REGION", "us-east-1"),
+    ("AWS_ALLOW_HTTP", "true"),
+)
+NO_BROKER = ["-b", "127.0.0.1:1", "--timeout", "1"]
+DELTA_META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def leaf_commands(group: click.Group = cli, prefix: str = "") -> Iterator[str]:
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        path = f"{prefix}{name}"
+        if isinstance(command, click.Group):
+            yield from leaf_commands(command, f"{path} ")
+        else:
+            yield path
+
+
+@dataclass
+class World:
+    """What the cases run against: made on demand in the test's tmp dir (and on the rig's broker)."""
+
+    tmp: Path
+    bootstrap: str | None = None
+    new_topic: Callable[..., str] | None = None
+    produce: Callable[..., int] | None = None
+    _n: int = field(default=0)
+
+    def path(self, name: str) -> Path:
+        self._n += 1
+        return self.tmp / f"{self._n}-{name}"
+
+    # -- storage ---------------------------------------------------------------------------------
+
+    def checkpoint(self, topic: str = "orders", partitions: int = 3, batches: int = 3) -> str:
+        """A stopped query's checkpoint: batch b at offset 10 * (b + 1) in every partition."""
+        files = checkpoint_files(topic=topic, partitions=partitions, batches=batches, committed=batches)
+        return str(stopped(write_checkpoint(self.path("chk"), files)))
+
+    def interrupted(self) -> str:
+        """A checkpoint holding the intent record of a command killed before it changed anything."""
+        root = Path(self.checkpoint())
+        (root / "_recovery").mkdir()
+        (root / "_recovery/intent.json").write_text(
+            json.dumps(
+                {
+                    "format": 1,
+                    "token": "t",
+                    "command": "repair --execute",
+                    "host": socket.gethostname(),
+                    "pid": 4_000_000,  # above pid_max: no such process
+                    "started": "2026-01-01T00:00:00Z",
+                    "proc_start": None,
+                    "phase": "backup",
+                    "backup_id": None,
+                    "backup_root": None,
+                    "files": [],
+                }
+            )
+        )
+        return str(root)
+
+    def with_backup(self) -> tuple[str, str]:
+        """A rewritten checkpoint and the id of the backup set holding its originals."""
+        root = self.checkpoint()
+        backup = rewrite_offsets(open_checkpoint(root), {2: {0: {TopicPartition("orders", 1): 25}}})
+        return root, backup.id
+
+    def missing(self) -> str:
+        return str(self.path("nothing-here"))
+
+    def s3_down(self) -> list[str]:
+        """A checkpoint URL on an S3 endpoint where nothing listens, and the options to reach it."""
+        return [
+            "s3://bucket/chk",
+            "--storage-option",
+            f"endpoint_url=http://127.0.0.1:{free_port()}",
+            "--storage-option",
+            "key=k",
+            "--storage-option",
+            "secret=s",
+            "--storage-option",
+            'config_kwargs={"retries":{"max_attempts":1},"connect_timeout":1}',
+        ]
+
+    def conf_dir(self, cluster: str = "127.0.0.1:1", checkpoint: str | None = None) -> str:
+        directory = self.path("conf")
+        directory.mkdir()
+        (directory / "clusters.toml").write_text(
+            f'[cluster.main]\nbootstrap_servers = "{cluster}"\ntimeout = "2s"\n'
+        )
+        (directory / "jobs.toml").write_text(
+            f'[job.orders]\ncluster = "main"\ncheckpoint = "{checkpoint or self.checkpoint()}"\n'
+        )
+        return str(directory)
+
+    def bad_conf_dir(self) -> str:
+        directory = self.path("conf")
+        directory.mkdir()
+        (directory / "jobs.toml").write_text("[job.orders\ncluster = ")
+        return str(directory)
+
+    # -- Delta -----------------------------------------------------------------------------------
+
+    def delta_source(self, *, clean: bool) -> tuple[str, str]:
+        """A Delta table of 5 versions (log cleaned up to a checkpoint if ``clean``) and the
+        checkpoint of a query that read versions 2 then 3 of it."""
+        table = self.path("table")
+        for i in range(5):
+            write_deltalake(
+                str(table),
+                pa.table({"id": [i]}),
+                mode="append",
+                configuration={"delta.logRetentionDuration": "interval 0 seconds"},
+            )
+        delta = DeltaTable(str(table))
+        if clean:
+            delta.create_checkpoint()
+            delta.cleanup_metadata()
+        chk = self.path("chk")
+        (chk / "offsets").mkdir(parents=True)
+        (chk / "commits").mkdir()
+        (chk / "metadata").write_text(f'{{"id":"{QUERY_ID}"}}')
+        for batch, version in enumerate([2, 3]):
+            line = json.dumps(
+                {
+                    "sourceVersion": 1,
+                    "reservoirId": delta.metadata().id,
+                    "reservoirVersion": version,
+                    "index": -1,
+                    "isStartingVersion": False,
+                },
+                separators=(",", ":"),
+            )
+            (chk / "offsets" / str(batch)).write_text(f"v1\n{DELTA_META}\n{line}")
+            (chk / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+        return str(stopped(chk)), str(table)
+
+    def ledger(self, topic: str = "orders", end: int = 5) -> str:
+        from recovery.delta.ledger_conf import make_conf
+        from recovery.delta.ledger_model import LedgerRow
+        from recovery.delta.ledger_table import append_rows, create_ledger
+
+        table = str(self.path("ledger"))
+        create_ledger(table)
+        conf = make_conf({"table": table, "pipeline": "p"})
+        rows = [
+            LedgerRow("p", 0, TopicPartition(topic, p), 0, end, 1_700_000_000_000_000, "job", "b0")
+            for p in (0, 1)
+        ]
+        append_rows(conf, rows)
+        return table
+
+    def offsets_file(self, topic: str = "orders", offset: int = 5) -> str:
+        path = self.path("offsets.csv")
+        path.write_text(f"{topic},0,{offset}\n{topic},1,{offset}\n")
+        return str(path)
+
+    # -- Kafka (the rig) ---------------------------------------------------------------------------
+
+    def topic(self, *, lost_to: int | None = None) -> str:
+        """A topic of 2 partitions holding offsets 0-19 each; with ``lost_to`` partition 0's log
+        starts there (DeleteRecords)."""
+        assert self.new_topic is not None and self.produce is not None and self.bootstrap is not None
+        topic = self.new_topic(2)
+        # Records older than the checkpoint's batch (chk_builder's batchTimestampMs): no recreation.
+        self.produce(topic, 40, partitions=2, timestamp_ms=1_700_000_000_000)
+        if lost_to is not None:
+            from recovery.local import topics
+
+            topics.delete_records(self.bootstrap, topic, {0: lost_to})
+        return topic
+
+    def kafka(self) -> list[str]:
+        assert self.bootstrap is not None
+        return ["-b", self.bootstrap]
+
+    def group(self, topic: str, offset: int) -> str:
+        """A consumer group (no members) with ``offset`` committed in both partitions of ``topic``."""
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as KafkaTP
+
+        group = f"exit-codes-{topic}"
+        consumer = Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False}
+        )
+        try:
+            consumer.commit(offsets=[KafkaTP(topic, p, offset) for p in (0, 1)], asynchronous=False)
+        finally:
+            consumer.close()
+        return group
+
+
+Argv = Callable[[World], list[str]]
+
+
+@dataclass(frozen=True)
+class Case:
+    argv: Argv
+    rig: bool = False  # needs the real broker
+    env: tuple[tuple[str, str], ...] = ()  # set for the run (deltalake reads S3 settings from it)
+
+
+def rig(argv: Argv) -> Case:
+    return Case(argv, rig=True)
+
+
+def _restore_pending(w: World) -> list[str]:
+    root, backup = w.with_backup()
+    return ["checkpoint", "restore", root, "--backup", backup]
+
+
+def _restore_done(w: World) -> list[str]:
+    root, backup = w.with_backup()
+    return ["checkpoint", "restore", root, "--backup", backup, "--execute"]
+
+
+def _rig_checkpoint(w: World, *, lost: bool) -> list[str]:
+    topic = w.topic(lost_to=15 if lost else None)
+    return [w.checkpoint(topic, partitions=2, batches=1), *w.kafka()]
+
+
+CASES: dict[str, dict[int, Case | str]] = {
+    "checkpoint backups": {
+        0: Case(lambda w: ["checkpoint", "backups", w.with_backup()[0]]),
+        1: "a listing: it never finds anything to act on",
+        2: Case(lambda w: ["checkpoint", "backups", w.missing()]),
+        3: Case(lambda w: ["checkpoint", "backups", *w.s3_down()]),
+    },
+    "checkpoint recover": {
+        0: Case(lambda w: ["checkpoint", "recover", w.checkpoint()]),
+        1: Case(lambda w: ["checkpoint", "recover", w.interrupted()]),
+        2: Case(lambda w: ["checkpoint", "recover", w.missing()]),
+        3: Case(lambda w: ["checkpoint", "recover", *w.s3_down()]),
+    },
+    "checkpoint restore": {
+        0: Case(_restore_done),
+        1: Case(_restore_pending),
+        2: Case(lambda w: ["checkpoint", "restore", w.missing(), "--execute"]),
+        3: Case(lambda w: ["checkpoint", "restore", *w.s3_down()]),
+    },
+    "checkpoint show": {
+        0: Case(lambda w: ["checkpoint", "show", w.checkpoint()]),
+        1: Case(lambda w: ["checkpoint", "show", w.interrupted()]),
+        2: Case(lambda w: ["checkpoint", "show", w.missing()]),
+        3: Case(lambda w: ["checkpoint", "show", *w.s3_down()]),
+    },
+    "conf check": {
+        0: Case(lambda w: ["conf", "check", w.conf_dir()]),
+        1: "reads the configuration only: nothing to act on",
+        2: Case(lambda w: ["conf", "check", w.bad_conf_dir()]),
+        3: "reads local files only: talks to no cluster or store",
+    },
+    "delta-source repair": {
+        0: Case(lambda w: ["delta-source", "repair", *_delta(w, clean=False), "--execute"]),
+        1: Case(lambda w: ["delta-source", "repair", *_delta(w, clean=True)]),
+        2: Case(lambda w: ["delta-source", "repair", w.missing(), "--table", w.missing()]),
+        3: Case(lambda w: ["delta-source", "repair", *w.s3_down(), "--table", w.missing()]),
+    },
+    "delta-source validate": {
+        0: Case(lambda w: ["delta-source", "validate", *_delta(w, clean=False)]),
+        1: Case(lambda w: ["delta-source", "validate", *_delta(w, clean=True)]),
+        2: Case(lambda w: ["delta-source", "validate", w.missing(), "--table", w.missing()]),
+        3: Case(lambda w: ["delta-source", "validate", *w.s3_down(), "--table", w.missing()]),
+    },
+    "fleet validate": {
+        0: rig(lambda w: ["fleet", "validate", _fleet(w, lost=False)]),
+        1: rig(lambda w: ["fleet", "validate", _fleet(w, lost=True)]),
+        2: Case(lambda w: ["fleet", "validate", w.bad_conf_dir()]),
+        3: Case(lambda w: ["fleet", "validate", w.conf_dir()]),
+    },
+    "group set": {
+        0: rig(lambda w: _group_set(w, "--execute")),
+        1: rig(lambda w: _group_set(w)),
+        2: Case(lambda w: ["group", "set", "-b", "::garbage::", "g", "--from-file", w.offsets_file()]),
+        3: Case(lambda w: ["group", "set", *NO_BROKER, "g", "--from-file", w.offsets_file(), "--execute"]),
+    },
+    "group show": {
+        0: rig(lambda w: ["group", "show", *w.kafka(), w.group(w.topic(), 10)]),
+        1: rig(lambda w: ["group", "show", *w.kafka(), w.group(w.topic(lost_to=15), 10)]),
+        2: Case(lambda w: ["group", "show", "-b", "broker", "g"]),
+        3: Case(lambda w: ["group", "show", *NO_BROKER, "g"]),
+    },
+    "ledger repair": {
+        0: rig(
+            lambda w: ["ledger", "repair", w.ledger(w.topic()), "--pipeline", "p", *w.kafka(), "--execute"]
+        ),
+        1: rig(lambda w: ["ledger", "repair", w.ledger(w.topic(lost_to=15)), "--pipeline", "p", *w.kafka()]),
+        2: Case(lambda w: ["ledger", "repair", w.missing(), "--pipeline", "p", *NO_BROKER]),
+        3: Case(lambda w: ["ledger", "repair", w.ledger(), "--pipeline", "p", *NO_BROKER]),
+    },
+    "ledger show": {
+        0: Case(lambda w: ["ledger", "show", w.ledger(), "--pipeline", "p"]),
+        1: "prints the ledger's rows: it judges nothing",
+        2: Case(lambda w: ["ledger", "show", w.missing(), "--pipeline", "p"]),
+        3: Case(lambda w: ["ledger", "show", "s3://bucket/ledger", "--pipeline", "p"], env=S3_DOWN_ENV),
+    },
+    "ledger validate": {
+        0: rig(lambda w: ["ledger", "validate", w.ledger(w.topic()), "--pipeline", "p", *w.kafka()]),
+        1: rig(
+            lambda w: ["ledger", "validate", w.ledger(w.topic(lost_to=15)), "--pipeline", "p", *w.kafka()]
+        ),
+        2: Case(lambda w: ["ledger", "validate", w.missing(), "--pipeline", "p", *NO_BROKER]),
+        3: Case(lambda w: ["ledger", "validate", w.ledger(), "--pipeline", "p", *NO_BROKER]),
+    },
+    "offsets": {
+        0: rig(lambda w: ["offsets", *w.kafka(), "-t", w.topic()]),
+        1: rig(lambda w: ["offsets", *w.kafka(), "-t", f"{w.topic()}:7"]),
+        2: Case(lambda w: ["offsets", "-b", "::garbage::", "-t", "orders"]),
+        3: Case(lambda w: ["offsets", *NO_BROKER, "-t", "orders"]),
+    },
+    "read-to-end": {
+        0: rig(lambda w: ["read-to-end", *w.kafka(), "-t", w.topic(), "-q"]),
+        1: rig(lambda w: ["read-to-end", *w.kafka(), "-t", f"{w.topic()}:7", "-q"]),
+        2: Case(lambda w: ["read-to-end", "-b", "broker:0", "-t", "orders"]),
+        3: Case(lambda w: ["read-to-end", *NO_BROKER, "-t", "orders"]),
+    },
+    "repair": {
+        0: rig(lambda w: ["repair", *_rig_checkpoint(w, lost=False), "--execute"]),
+        1: rig(lambda w: ["repair", *_rig_checkpoint(w, lost=True)]),
+        2: Case(lambda w: ["repair", w.missing(), *NO_BROKER]),
+        3: Case(lambda w: ["repair", w.checkpoint(), *NO_BROKER]),
+    },
+    "starting-offsets": {
+        0: rig(
+            lambda w: [
+                "starting-offsets",
+                *w.kafka(),
+                "-t",
+                w.topic(),
+                "--to-datetime",
+                "2020-01-01T00:00:00Z",
+            ]
+        ),
+        1: rig(
+            lambda w: [
+                "starting-offsets",
+                *w.kafka(),
+                "-t",
+                w.topic(),
+                "--to-datetime",
+                "2999-01-01T00:00:00Z",
+                "--no-match",
+                "fail",
+            ]
+        ),
+        2: Case(lambda w: ["starting-offsets", *NO_BROKER, "--from-checkpoint", w.missing()]),
+        3: Case(
+            lambda w: [
+                "starting-offsets",
+                *NO_BROKER,
+                "-t",
+                "orders",
+                "--to-datetime",
+                "2020-01-01T00:00:00Z",
+            ]
+        ),
+    },
+    "validate": {
+        0: rig(lambda w: ["validate", *_rig_checkpoint(w, lost=False)]),
+        1: rig(lambda w: ["validate", *_rig_checkpoint(w, lost=True)]),
+        2: Case(lambda w: ["validate", w.missing(), *NO_BROKER]),
+        3: Case(lambda w: ["validate", w.checkpoint(), *NO_BROKER]),
+    },
+}
+
+
+def _delta(w: World, *, clean: bool) -> list[str]:
+    chk, table = w.delta_source(clean=clean)
+    return [chk, "--table", table]
+
+
+def _fleet(w: World, *, lost: bool) -> str:
+    assert w.bootstrap is not None
+    topic = w.topic(lost_to=15 if lost else None)
+    return w.conf_dir(w.bootstrap, w.checkpoint(topic, partitions=2, batches=1))
+
+
+def _group_set(w: World, *extra: str) -> list[str]:
+    topic = w.topic()
+    return ["group", "set", *w.kafka(), f"fresh-{topic}", "--from-file", w.offsets_file(topic), *extra]
+
+
+def cases(*, on_rig: bool) -> list[tuple[str, int]]:
+    return [
+        (command, code)
+        for command, by_code in CASES.items()
+        for code, case in by_code.items()
+        if isinstance(case, Case) and case.rig == on_rig
+    ]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+def check(
+    command: str, code: int, world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = CASES[command][code]
+    assert isinstance(case, Case)
+    for name, value in case.env:
+        monkeypatch.setenv(name, value)
+    argv = case.argv(world)
+    assert " ".join(argv).startswith(command), argv  # the case runs the command it is filed under
+    got, out, err = run(argv, capsys)
+    assert got == code, f"{' '.join(argv)}\nexit {got}, expected {code}\n{out}{err}"
+    assert "Traceback" not in out + err
+    if code in (2, 3) and not command.startswith("fleet"):  # fleet reports each job, in a table
+        assert out == "" and err.startswith(("Error: ", "Usage: ")), err
+        assert err.startswith("Usage: ") or err.count("\n") == 1, f"not one line: {err}"
+
+
+def test_every_command_has_a_case_for_every_code() -> None:
+    commands = set(leaf_commands())
+    assert commands == set(CASES), (
+        f"commands without cases: {sorted(commands - set(CASES))}; cases of no command: "
+        f"{sorted(set(CASES) - commands)}"
+    )
+    for command, by_code in CASES.items():
+        assert set(by_code) == set(CODES), command
+        assert all(isinstance(c, Case) or (isinstance(c, str) and c) for c in by_code.values()), command
+        assert isinstance(by_code[2], Case), f"{command}: every command can be given bad input"
+
+
+@pytest.mark.parametrize(("command", "code"), cases(on_rig=False), ids=lambda v: str(v).replace(" ", "-"))
+def test_exit_code(
+    command: str,
+    code: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    check(command, code, World(tmp_path), capsys, monkeypatch)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("command", "code"), cases(on_rig=True), ids=lambda v: str(v).replace(" ", "-"))
+def test_exit_code_on_the_rig(
+    command: str,
+    code: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    check(command, code, World(tmp_path, bootstrap, new_topic, produce), capsys, monkeypatch)
+
+
+@pytest.mark.integration
+def test_a_topic_the_broker_does_not_have_is_action_needed_not_unreachable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bootstrap: str
+) -> None:
+    """The broker answered that the topic does not exist: exit 1, not 3 (unreachable; issue 10)."""
+    for argv in (["offsets", "-t", "no-such-topic"], ["read-to-end", "-t", "no-such-topic", "-q"]):
+        code, out, err = run([*argv, "-b", bootstrap], capsys)
+        assert code == 1, out + err
+        assert err == f"Error: topic no-such-topic does not exist on the cluster at {bootstrap}\n"
