@@ -42,6 +42,7 @@ def test_public_names_are_exported() -> None:
         "groups",
         "offsets",
         "read",
+        "runway",
         "selection",
         "specs",
         "values",
