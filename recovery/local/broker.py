@@ -43,6 +43,7 @@ from typing import ClassVar
 
 from recovery.errors import RigError
 from recovery.local.jars import jar_dir
+from recovery.local.process import die_with_parent, terminate
 
 # Retention settings that make the log start offset move within a second or two, as in production
 # but faster. Kafka 4.x refuses segments under 1 MiB (KIP-1030); topics that need small segments use
@@ -93,11 +94,6 @@ def _java() -> str:
     if not java or not Path(java).exists():
         raise RigError("java not found: the embedded Kafka broker needs Java 17+ on PATH or JAVA_HOME")
     return java
-
-
-def _die_with_parent() -> list[str]:
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
 
 class LocalKafkaBroker:
@@ -283,7 +279,7 @@ class LocalKafkaBroker:
         out = open(self._workdir / "stdout.log", "ab")  # noqa: SIM115 - owned by the child
         try:
             self._proc = subprocess.Popen(
-                [*_die_with_parent(), *self._java_cmd("kafka.Kafka", str(props))],
+                [*die_with_parent(), *self._java_cmd("kafka.Kafka", str(props))],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -345,16 +341,7 @@ class LocalKafkaBroker:
 
     def _terminate(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGCONT)  # a paused broker cannot run its shutdown hook
-            proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        terminate(proc)
 
 
 def main() -> None:

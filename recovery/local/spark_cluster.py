@@ -29,7 +29,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from types import TracebackType
 
 from recovery.errors import RigError
 from recovery.local.broker import free_port
+from recovery.local.process import die_with_parent, terminate
 
 # The daemons only schedule: small heaps and the client compiler keep them light on a small machine.
 _DAEMON_JAVA_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
@@ -54,11 +54,6 @@ def spark_home() -> Path:
     if not (home / "bin" / "spark-class").exists() or not (home / "jars").is_dir():
         raise RigError(f"{home}: pyspark has no bin/spark-class or jars/; reinstall it (make venv)")
     return home
-
-
-def _die_with_parent() -> list[str]:
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
 
 class LocalSparkCluster:
@@ -213,7 +208,7 @@ class LocalSparkCluster:
         }
         with (workdir / f"{name}.log").open("ab") as out:  # the JVM holds its own copy
             return subprocess.Popen(
-                [*_die_with_parent(), str(spark_home() / "bin" / "spark-class"), main_class, *args],
+                [*die_with_parent(), str(spark_home() / "bin" / "spark-class"), main_class, *args],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -249,15 +244,7 @@ class LocalSparkCluster:
     def _terminate(self, attr: str) -> None:
         proc: subprocess.Popen[bytes] | None = getattr(self, attr)
         setattr(self, attr, None)
-        if proc is None or proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        terminate(proc)
 
 
 def submit_command(
