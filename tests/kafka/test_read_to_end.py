@@ -16,6 +16,9 @@ from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
 from recovery.model import Isolation, OffsetRange, TopicPartition
 
+# Topics holding records with fixed, past timestamps keep them: the rig checks retention every second.
+KEEP = {"retention.ms": "-1"}
+
 
 def transactions(topic: str, transactional: Callable[..., Producer]) -> None:
     """[0]: 3 committed records (0-2) + marker (3), 2 aborted (4-5) + marker (6), 1 open (7)."""
@@ -198,7 +201,7 @@ def test_cli_summary_and_json_lines(
 def test_cli_table(
     runner: CliRunner, bootstrap: str, new_topic: Callable[..., str], produce: Callable[..., int]
 ) -> None:
-    topic = new_topic(partitions=2)
+    topic = new_topic(partitions=2, config=KEEP)
     topics.produce(bootstrap, topic, topics.keyed_records(4, partitions=1, timestamp_ms=1_795_000_000_000))
 
     result = runner.invoke(cli, ["read-to-end", "-b", bootstrap, "--topic", topic])
@@ -237,7 +240,10 @@ def test_summary_only_read_agrees_with_the_records(
     kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
     """run() keeps nothing per record, yet counts and time spans match a full read (several topics)."""
-    first, second = new_topic(partitions=2, suffix="-a"), new_topic(partitions=1, suffix="-b")
+    first, second = (
+        new_topic(partitions=2, suffix="-a", config=KEEP),
+        new_topic(partitions=1, suffix="-b", config=KEEP),
+    )
     topics.produce(bootstrap, first, topics.keyed_records(9, partitions=2, timestamp_ms=1_795_000_000_000))
     topics.produce(bootstrap, second, topics.keyed_records(3, partitions=1, timestamp_ms=1_795_000_000_500))
     starts: dict[TopicPartition, int | None] = {

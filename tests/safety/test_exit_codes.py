@@ -205,8 +205,9 @@ class World:
         """A topic of 2 partitions holding offsets 0-19 each; with ``lost_to`` partition 0's log
         starts there (DeleteRecords)."""
         assert self.new_topic is not None and self.produce is not None and self.bootstrap is not None
-        topic = self.new_topic(2)
         # Records older than the checkpoint's batch (chk_builder's batchTimestampMs): no recreation.
+        # Retention off: the rig checks retention every second and would delete records this old.
+        topic = self.new_topic(2, config={"retention.ms": "-1"})
         self.produce(topic, 40, partitions=2, timestamp_ms=1_700_000_000_000)
         if lost_to is not None:
             from recovery.local import topics
