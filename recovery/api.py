@@ -126,10 +126,13 @@ def _with_runway(
 
     if warn_s is not None and warn_s <= 0:
         raise InvalidInput(f"--runway-warn must be positive, not {warn_s:g}s")
-    retention, stamps = runway_facts(kafka, wanted_positions(findings), isolation)
+    facts = runway_facts(kafka, wanted_positions(findings), isolation)
     now_ms = int(time.time() * 1000)
     warn_ms = None if warn_s is None else int(warn_s * 1000)
-    return apply_runway(findings, retention, stamps, now_ms=now_ms, warn_ms=warn_ms), now_ms
+    judged = apply_runway(
+        findings, facts.retention, facts.stamps, sizes=facts.sizes, now_ms=now_ms, warn_ms=warn_ms
+    )
+    return judged, now_ms
 
 
 def plan_repair(

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from recovery.kafka.config import KafkaConfig
-from recovery.model import Isolation, TopicPartition
+from recovery.model import Isolation, OffsetRange, TopicPartition
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -568,7 +568,7 @@ class QueryMonitor:
         from recovery.runway import runway_of
 
         unread = [(r.tp, r.commit_offset) for r in rows if r.commit_offset < r.log_end]
-        retention, stamps = runway_facts(self.kafka, unread, self.isolation)
+        facts = runway_facts(self.kafka, unread, self.isolation)
         now_ms = int(time.time() * 1000)
         g = self._metrics.gauges
         owner = {tp: s.description for s in batch.sources for tp in s.end}
@@ -579,7 +579,12 @@ class QueryMonitor:
                 g["age"].labels(*labels).set(0)
                 continue
             runway = runway_of(
-                r.commit_offset, retention.get(r.tp.topic), stamps.get((r.tp, r.commit_offset))
+                r.commit_offset,
+                facts.retention.get(r.tp.topic),
+                facts.stamps.get((r.tp, r.commit_offset)),
+                size=facts.sizes.get(r.tp),
+                log=OffsetRange(r.log_start, max(r.log_start, r.log_end)),
+                now_ms=now_ms,
             )
             left, age = runway.left_ms(now_ms), runway.age_ms(now_ms)
             if left is not None:

@@ -11,9 +11,17 @@ record at the query's position ``p`` has a largest timestamp ``>= ts(p)``, and t
 lower bound. In practice deletion comes later: when the segment's newest record is that old
 (up to ``segment.ms`` later under steady writes) and at the next retention check.
 
-Not covered, and said so in the reason: ``retention.bytes`` (a client cannot see segment sizes
-cheaply), ``DeleteRecords`` (an operator's act), compaction (``cleanup.policy=compact`` deletes
-superseded keys, not old records).
+By size (``deleteRetentionSizeBreachedSegments``): while the partition is larger than
+``retention.bytes``, the oldest segments go, each only if the excess still covers it whole. The
+segment holding ``p`` goes only once the bytes after it reach ``retention.bytes``, so nothing
+unread can be deleted by size while the bytes from ``p`` to the log end stay below the limit. A
+client sees only the partition's size (DescribeLogDirs), so the bytes from ``p`` are estimated as
+the size times the share of the log's records at or after ``p`` (even record sizes), and the time
+left as the bytes to go at the rate written since the record at ``p``: an *estimate*, said so in
+the reason, and the earlier of the two limits is the runway.
+
+Not covered, and said so in the reason: ``DeleteRecords`` (an operator's act), compaction
+(``cleanup.policy=compact`` deletes superseded keys, not old records).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from recovery.errors import OffsetSpecError
-from recovery.model import Finding, Runway, TopicPartition, Verdict
+from recovery.model import Finding, OffsetRange, Runway, TopicPartition, Verdict
 from recovery.strategy import parse_duration_ms
 
 __all__ = [
@@ -33,6 +41,7 @@ __all__ = [
     "format_duration_ms",
     "parse_runway_warn",
     "runway_of",
+    "size_runway",
     "wanted_positions",
 ]
 
@@ -118,38 +127,85 @@ def runway_of(
     position: int,
     retention: TopicRetention | str | None,
     stamp: RecordStamp | str | None,
+    *,
+    size: int | str | None = None,
+    log: OffsetRange | None = None,
+    now_ms: int | None = None,
 ) -> Runway:
     """The runway of unread records from ``position``: ``retention`` (or why it is unknown) and the
-    ``stamp`` of the first record at or after it (or why it was not read)."""
+    ``stamp`` of the first record at or after it (or why it was not read). Under ``retention.bytes``,
+    ``size`` (the partition's bytes, or why unknown), ``log`` (its offsets) and ``now_ms`` give the
+    size estimate; without them the reason says it was not estimated."""
     if isinstance(retention, str) or retention is None:
         return Runway(None, _ts(stamp), f"retention settings not read: {retention or 'unknown'}")
     if not retention.deletes:
         return Runway(None, _ts(stamp), "compacted (cleanup.policy=compact): not deleted by time")
-    size_note = (
-        f"; retention.bytes={retention.retention_bytes}: not estimated"
-        if retention.retention_bytes >= 0
-        else ""
-    )
     if isinstance(stamp, str) or stamp is None:
-        return Runway(None, None, f"record at {position} not read: {stamp or 'unknown'}{size_note}")
+        note = f"; retention.bytes={retention.retention_bytes}: not estimated" if _sized(retention) else ""
+        return Runway(None, None, f"record at {position} not read: {stamp or 'unknown'}{note}")
     if stamp.timestamp_ms < 0:
-        return Runway(None, None, f"record at {stamp.offset} has no timestamp{size_note}")
+        note = f"; retention.bytes={retention.retention_bytes}: not estimated" if _sized(retention) else ""
+        return Runway(None, None, f"record at {stamp.offset} has no timestamp{note}")
     gap = f"; first record at or after {position} is {stamp.offset}" if stamp.offset != position else ""
-    if retention.retention_ms < 0 and retention.retention_bytes >= 0:
-        # No time limit, but size retention still deletes: not "infinite", and not estimated.
-        return Runway(
-            None,
-            stamp.timestamp_ms,
-            f"size-limited (retention.ms=-1, retention.bytes={retention.retention_bytes}): "
-            f"not estimated{gap}",
-        )
-    if retention.retention_ms < 0:
+    by_time = stamp.timestamp_ms + retention.retention_ms if retention.retention_ms >= 0 else None
+    by_size, size_reason = None, ""
+    if _sized(retention):
+        if isinstance(size, int) and log is not None and now_ms is not None:
+            by_size, size_reason = size_runway(
+                position, log, size, retention.retention_bytes, stamp.timestamp_ms, now_ms
+            )
+        else:
+            why = f" ({size})" if isinstance(size, str) else ""
+            size_reason = f"retention.bytes={retention.retention_bytes}: not estimated{why}"
+    if by_time is None and not size_reason:
         return Runway(None, stamp.timestamp_ms, f"infinite retention (retention.ms=-1){gap}")
-    return Runway(
-        stamp.timestamp_ms + retention.retention_ms,
-        stamp.timestamp_ms,
-        f"retention.ms={retention.retention_ms}{size_note}{gap}",
+    time_reason = f"retention.ms={retention.retention_ms}" if by_time is not None else "retention.ms=-1"
+    if by_time is None and by_size is None:
+        # No time limit, and size retention still deletes: not "infinite", whatever was estimated.
+        return Runway(None, stamp.timestamp_ms, f"size-limited ({time_reason}): {size_reason}{gap}")
+    known = [t for t in (by_time, by_size) if t is not None]
+    reason = "; ".join(r for r in (time_reason, size_reason) if r)
+    return Runway(min(known), stamp.timestamp_ms, f"{reason}{gap}")
+
+
+def size_runway(
+    position: int, log: OffsetRange, size_bytes: int, retention_bytes: int, oldest_ms: int, now_ms: int
+) -> tuple[int | None, str]:
+    """When ``retention.bytes`` may delete the record at ``position`` (an estimate; None: no write
+    rate to go by), and the reason: the unread bytes estimated as ``size_bytes`` times the share of
+    ``log``'s records from ``position``, the bytes left to the limit at the rate written since the
+    record at ``position`` (timestamp ``oldest_ms``)."""
+    limit = f"retention.bytes={retention_bytes}"
+    records = log.end - log.start
+    if records <= 0 or size_bytes <= 0 or position >= log.end:
+        return None, f"{limit}: not estimated (partition size {size_bytes} B, {records} records)"
+    unread = size_bytes * (log.end - max(position, log.start)) // records
+    shown = f"~{_bytes(unread)} of the partition's {_bytes(size_bytes)} unread"
+    to_go = retention_bytes - unread
+    if to_go <= 0:
+        return now_ms, f"{limit}: {shown}, over the limit (estimate)"
+    elapsed = now_ms - oldest_ms
+    if elapsed <= 0:
+        return None, f"{limit}: {shown}, write rate unknown (record at {position} is not in the past)"
+    rate = unread / elapsed  # bytes a millisecond, written since the oldest unread record
+    return (
+        now_ms + int(to_go / rate),
+        f"{limit}: {shown}, ~{_bytes(to_go)} to go at ~{_bytes(int(rate * 1000))}/s (estimate)",
     )
+
+
+def _sized(retention: TopicRetention) -> bool:
+    return retention.retention_bytes >= 0
+
+
+def _bytes(n: int) -> str:
+    """``1536`` -> ``1.5 KiB``: sizes for people."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
 
 
 def apply_runway(
@@ -159,9 +215,11 @@ def apply_runway(
     *,
     now_ms: int,
     warn_ms: int | None,
+    sizes: Mapping[TopicPartition, int | str] | None = None,
 ) -> tuple[Finding, ...]:
     """Each finding with its runway; an OK partition whose runway is below ``warn_ms`` (None: no
-    threshold) becomes AT_RISK. Spark still restarts it cleanly: starting the query is the cure."""
+    threshold) becomes AT_RISK. Spark still restarts it cleanly: starting the query is the cure.
+    ``sizes``: the partitions' bytes (or why unknown), for topics limited by ``retention.bytes``."""
     out = []
     for f in findings:
         if f.verdict is not Verdict.OK or f.position is None or f.available is None:
@@ -170,7 +228,14 @@ def apply_runway(
         if f.position >= f.available.end:
             out.append(replace(f, runway=Runway(None, None, "nothing unread")))
             continue
-        runway = runway_of(f.position, retention.get(f.tp.topic), stamps.get((f.tp, f.position)))
+        runway = runway_of(
+            f.position,
+            retention.get(f.tp.topic),
+            stamps.get((f.tp, f.position)),
+            size=(sizes or {}).get(f.tp),
+            log=f.available,
+            now_ms=now_ms,
+        )
         left = runway.left_ms(now_ms)
         if warn_ms is not None and left is not None and left < warn_ms:
             when = f"in {format_duration_ms(left)}" if left > 0 else "at the next retention check"

@@ -9,12 +9,13 @@
   answers a small fetch with at least one whole record batch (KIP-74), so each partition costs one
   batch.
 
-confluent-kafka has no DescribeLogDirs, so ``retention.bytes`` is not estimated (the reason says so).
+* for topics limited by size (``retention.bytes``), each partition's size on disk: one
+  DescribeLogDirs request per broker (:mod:`recovery.kafka.logdirs`).
 
 Failures never sink a validation: a fact that cannot be read becomes a string saying why, and the
 runway says it is unknown.
 
-    retention, stamps = runway_facts(kafka, {(TopicPartition("orders", 0), 1042)})
+    facts = runway_facts(kafka, {(TopicPartition("orders", 0), 1042)})
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from recovery.errors import RecoveryError
 from recovery.kafka._errors import error_code, scrub
@@ -33,24 +34,45 @@ from recovery.runway import RecordStamp, TopicRetention
 
 log = logging.getLogger(__name__)
 
-__all__ = ["record_stamps", "runway_facts", "topic_retention"]
+__all__ = ["RunwayFacts", "record_stamps", "runway_facts", "topic_retention"]
 
 _CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy", "segment.ms")
 _BATCH = 500  # messages taken per consume() call
+
+
+class RunwayFacts(NamedTuple):
+    """What :func:`recovery.runway.apply_runway` judges with: each topic's retention, the record
+    stamp at each position, and the sizes of size-limited topics' partitions (each: or why not)."""
+
+    retention: dict[str, TopicRetention | str]
+    stamps: dict[tuple[TopicPartition, int], RecordStamp | str]
+    sizes: dict[TopicPartition, int | str]
 
 
 def runway_facts(
     kafka: KafkaConfig,
     positions: Iterable[tuple[TopicPartition, int]],
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-) -> tuple[dict[str, TopicRetention | str], dict[tuple[TopicPartition, int], RecordStamp | str]]:
-    """The retention settings of the positions' topics and the record stamps at the positions."""
+) -> RunwayFacts:
+    """The retention settings of the positions' topics, the record stamps at the positions and,
+    where ``retention.bytes`` applies, the partitions' sizes."""
     wanted = sorted(set(positions), key=lambda item: (item[0].topic, item[0].partition, item[1]))
     if not wanted:
-        return {}, {}
+        return RunwayFacts({}, {}, {})
+    retention = topic_retention(kafka, {tp.topic for tp, _ in wanted})
+    sized = {
+        tp
+        for tp, _ in wanted
+        if isinstance(r := retention.get(tp.topic), TopicRetention) and r.deletes and r.retention_bytes >= 0
+    }
+    sizes: dict[TopicPartition, int | str] = {}
+    if sized:
+        from recovery.kafka.logdirs import partition_sizes
+
+        sizes = partition_sizes(kafka, sized)
     # Every position is read, compacted topics' too: the age of the oldest unread record is the
     # query's lag in time, worth showing whatever the retention.
-    return topic_retention(kafka, {tp.topic for tp, _ in wanted}), record_stamps(kafka, wanted, isolation)
+    return RunwayFacts(retention, record_stamps(kafka, wanted, isolation), sizes)
 
 
 def topic_retention(kafka: KafkaConfig, topics: Iterable[str]) -> dict[str, TopicRetention | str]:

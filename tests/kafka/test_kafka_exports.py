@@ -40,6 +40,7 @@ def test_public_names_are_exported() -> None:
         "config",
         "group_values",
         "groups",
+        "logdirs",
         "offsets",
         "read",
         "runway",

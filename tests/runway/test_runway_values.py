@@ -30,6 +30,7 @@ from recovery.runway import (
     format_duration_ms,
     parse_runway_warn,
     runway_of,
+    size_runway,
     wanted_positions,
 )
 
@@ -71,7 +72,7 @@ def ok(tp: TopicPartition = T0, position: int = 100, end: int = 200) -> Finding:
         (  # size retention still deletes: not "infinite", and not estimated
             TopicRetention(-1, retention_bytes=1 << 20),
             RecordStamp(100, NOW),
-            Runway(None, NOW, "size-limited (retention.ms=-1, retention.bytes=1048576): not estimated"),
+            Runway(None, NOW, "size-limited (retention.ms=-1): retention.bytes=1048576: not estimated"),
         ),
         (
             DELETE,
@@ -101,6 +102,64 @@ def test_runway_of_a_position(
     retention: TopicRetention | str, stamp: RecordStamp | str, expected: Runway
 ) -> None:
     assert runway_of(100, retention, stamp) == expected
+
+
+MIB = 1 << 20
+
+
+def test_size_runway_is_the_bytes_to_go_at_the_rate_written_since_the_oldest_unread_record() -> None:
+    # 1,000 records in 10 MiB; 400 unread (~4 MiB), written over the last hour; the limit is 6 MiB:
+    # ~2 MiB to go at ~4 MiB an hour is half an hour.
+    when, reason = size_runway(600, OffsetRange(0, 1000), 10 * MIB, 6 * MIB, NOW - HOUR, NOW)
+    assert when == NOW + HOUR // 2
+    assert reason == (
+        "retention.bytes=6291456: ~4.0 MiB of the partition's 10.0 MiB unread, ~2.0 MiB to go at "
+        "~1.1 KiB/s (estimate)"
+    )
+
+
+def test_size_runway_over_the_limit_is_now_and_without_a_rate_is_unknown() -> None:
+    log = OffsetRange(0, 1000)
+    assert size_runway(100, log, 10 * MIB, 6 * MIB, NOW - HOUR, NOW)[0] == NOW  # ~9 MiB unread > 6 MiB
+    when, reason = size_runway(600, log, 10 * MIB, 6 * MIB, NOW + 5, NOW)  # a record from the future
+    assert when is None and "write rate unknown" in reason
+    when, reason = size_runway(0, OffsetRange(0, 0), 0, 6 * MIB, NOW - HOUR, NOW)  # nothing to go by
+    assert when is None and reason.endswith("not estimated (partition size 0 B, 0 records)")
+
+
+def test_runway_of_a_size_limited_topic_takes_the_earlier_of_the_two_limits() -> None:
+    log, stamp = OffsetRange(0, 1000), RecordStamp(600, NOW - HOUR)
+    by_size = NOW + HOUR // 2
+    both = runway_of(600, TopicRetention(WEEK, 6 * MIB), stamp, size=10 * MIB, log=log, now_ms=NOW)
+    assert both.earliest_delete_ms == by_size
+    assert both.reason.startswith(f"retention.ms={WEEK}; retention.bytes=6291456: ~4.0 MiB")
+    short = runway_of(600, TopicRetention(HOUR // 4, 6 * MIB), stamp, size=10 * MIB, log=log, now_ms=NOW)
+    assert short.earliest_delete_ms == NOW - HOUR + HOUR // 4  # time deletes first
+    only_size = runway_of(600, TopicRetention(-1, 6 * MIB), stamp, size=10 * MIB, log=log, now_ms=NOW)
+    assert only_size.earliest_delete_ms == by_size
+    assert only_size.reason.startswith("retention.ms=-1; retention.bytes=6291456: ~4.0 MiB")
+    unknown = runway_of(600, TopicRetention(-1, 6 * MIB), stamp, size="DescribeLogDirs failed: X", log=log)
+    assert unknown == Runway(
+        None,
+        NOW - HOUR,
+        "size-limited (retention.ms=-1): retention.bytes=6291456: not estimated (DescribeLogDirs failed: X)",
+    )
+
+
+def test_a_size_limited_partition_near_its_limit_is_at_risk() -> None:
+    finding = Finding("0", T0, Verdict.OK, 600, None, OffsetRange(0, 1000))
+    judged = apply_runway(
+        (finding,),
+        {"orders": TopicRetention(-1, 6 * MIB)},
+        {(T0, 600): RecordStamp(600, NOW - HOUR)},
+        sizes={T0: 10 * MIB},
+        now_ms=NOW,
+        warn_ms=HOUR,
+    )
+    assert judged[0].verdict is Verdict.AT_RISK
+    assert judged[0].detail.startswith(
+        "retention may delete unread records in 30m (record at 600 is 1h old; retention.ms=-1; "
+    )
 
 
 def test_compact_and_delete_is_deleted_by_time() -> None:

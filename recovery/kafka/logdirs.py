@@ -1,0 +1,113 @@
+"""Partition sizes on disk (DescribeLogDirs, API key 35), for the ``retention.bytes`` runway.
+
+confluent-kafka (librdkafka) has no DescribeLogDirs, so this asks through kafka-python's admin
+client, imported only when a topic is limited by size. Every broker is asked (a replica's size is
+its own log's); a partition's size is the largest its replicas report, so the estimate errs early.
+Replicas being moved between log dirs (``is_future_key``) are not counted.
+
+The client gets the same connection settings as the librdkafka clients, translated by name. A
+setting it cannot take (Kerberos, OAUTHBEARER, PEM strings, keystores) is not guessed at: the
+sizes are reported unknown, and the runway says why.
+
+    sizes = partition_sizes(kafka, [TopicPartition("orders", 0)])   # {tp: 1014488} or {tp: "why"}
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from recovery.kafka._errors import scrub
+from recovery.kafka.config import KafkaConfig
+from recovery.model import TopicPartition
+
+log = logging.getLogger(__name__)
+
+__all__ = ["kafka_python_settings", "partition_sizes"]
+
+# librdkafka name -> kafka-python keyword.
+_SAME = {
+    "security.protocol": "security_protocol",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "ssl.crl.location": "ssl_crlfile",
+    "client.id": "client_id",
+}
+_MECHANISMS = frozenset({"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"})
+# Settings that change how the client connects or authenticates, which kafka-python cannot take as
+# a plain value: refused by name, never silently dropped. Tuning settings (socket.*, fetch.*) are
+# the clients' own business and are left out.
+_CONNECTION_PREFIXES = ("sasl.", "ssl.", "ssl_", "security.", "enable.ssl.")
+
+
+def kafka_python_settings(kafka: KafkaConfig, timeout_ms: int) -> dict[str, Any] | str:
+    """kafka-python's keyword arguments for ``kafka``, or the name of the setting it cannot take."""
+    settings: dict[str, Any] = {
+        "bootstrap_servers": kafka.bootstrap_servers.split(","),
+        "request_timeout_ms": timeout_ms,
+        "bootstrap_timeout_ms": timeout_ms,
+        "client_id": "stream-recovery",
+    }
+    for key, value in kafka.properties.items():
+        if key in _SAME:
+            settings[_SAME[key]] = value.upper() if key == "security.protocol" else value
+        elif key in ("sasl.mechanism", "sasl.mechanisms"):
+            if value.upper() not in _MECHANISMS:
+                return f"{key}={value}"
+            settings["sasl_mechanism"] = value.upper()
+        elif key == "ssl.endpoint.identification.algorithm":
+            settings["ssl_check_hostname"] = value.lower() == "https"
+        elif key.startswith(_CONNECTION_PREFIXES):
+            return key
+    return settings
+
+
+def partition_sizes(
+    kafka: KafkaConfig, partitions: Iterable[TopicPartition]
+) -> dict[TopicPartition, int | str]:
+    """Each partition's size in bytes (the largest replica), or why it is not known."""
+    wanted = sorted(set(partitions), key=lambda tp: (tp.topic, tp.partition))
+    if not wanted:
+        return {}
+    timeout_ms = max(1000, int(kafka.timeout_s * 1000))
+    settings = kafka_python_settings(kafka, timeout_ms)
+    if isinstance(settings, str):
+        return dict.fromkeys(wanted, f"DescribeLogDirs not sent: the client cannot use {settings}")
+    by_topic: dict[str, list[int]] = {}
+    for tp in wanted:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    try:
+        from kafka.admin import KafkaAdminClient  # type: ignore[import-untyped]  # no type hints shipped
+
+        client = KafkaAdminClient(**settings)
+        try:
+            answers = client.describe_log_dirs(by_topic)
+        finally:
+            client.close()
+    except Exception as exc:  # kafka-python raises its own KafkaError tree, and socket/SSL errors
+        reason = f"DescribeLogDirs failed: {scrub(f'{type(exc).__name__}: {exc}', kafka)}"
+        return dict.fromkeys(wanted, reason)
+    sizes = _largest(answers)
+    log.debug("DescribeLogDirs: %d of %d partition sizes", len(sizes), len(wanted))
+    return {tp: sizes.get(tp, "DescribeLogDirs: no broker reported this partition") for tp in wanted}
+
+
+def _largest(answers: Iterable[Mapping[str, Any]]) -> dict[TopicPartition, int]:
+    """The largest size each partition's replicas report, from kafka-python's answers."""
+    sizes: dict[TopicPartition, int] = {}
+    for broker in answers:
+        for log_dir in broker.get("log_dirs", ()):
+            if log_dir.get("error_code", 0) != 0:
+                continue  # an offline log dir: its replicas are not serving
+            for topic in log_dir.get("topics", ()):
+                for part in topic.get("partitions", ()):
+                    if part.get("is_future_key"):
+                        continue
+                    tp = TopicPartition(topic["name"], int(part["partition_index"]))
+                    sizes[tp] = max(sizes.get(tp, 0), int(part["partition_size"]))
+    return sizes

@@ -1,0 +1,94 @@
+"""DescribeLogDirs through kafka-python (no broker): the connection settings it is given, the ones it
+refuses by name, and the size taken from several replicas. Against the broker:
+tests/runway/test_runway_rig.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from recovery.kafka.config import KafkaConfig
+from recovery.kafka.logdirs import _largest, kafka_python_settings, partition_sizes
+from recovery.model import TopicPartition
+
+
+def test_librdkafka_settings_become_kafka_python_keywords() -> None:
+    kafka = KafkaConfig(
+        "a:9093,b:9093",
+        {
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "svc",
+            "sasl.password": "s3cret",
+            "ssl.ca.location": "/etc/ca.pem",
+            "ssl.endpoint.identification.algorithm": "none",
+            "socket.keepalive.enable": "true",  # a client tuning setting: not the admin call's business
+        },
+    )
+    assert kafka_python_settings(kafka, 5000) == {
+        "bootstrap_servers": ["a:9093", "b:9093"],
+        "request_timeout_ms": 5000,
+        "bootstrap_timeout_ms": 5000,
+        "client_id": "stream-recovery",
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "svc",
+        "sasl_plain_password": "s3cret",
+        "ssl_cafile": "/etc/ca.pem",
+        "ssl_check_hostname": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("properties", "named"),
+    [
+        ({"sasl.mechanism": "GSSAPI"}, "sasl.mechanism=GSSAPI"),
+        ({"sasl.mechanisms": "OAUTHBEARER"}, "sasl.mechanisms=OAUTHBEARER"),
+        ({"sasl.kerberos.keytab": "/k"}, "sasl.kerberos.keytab"),
+        ({"ssl.ca.pem": "-----BEGIN"}, "ssl.ca.pem"),
+    ],
+)
+def test_a_setting_kafka_python_cannot_take_leaves_the_size_unknown_naming_it(
+    properties: dict[str, str], named: str
+) -> None:
+    kafka = KafkaConfig("a:9092", properties)
+    assert kafka_python_settings(kafka, 5000) == named
+    tp = TopicPartition("orders", 0)
+    assert partition_sizes(kafka, [tp]) == {tp: f"DescribeLogDirs not sent: the client cannot use {named}"}
+
+
+def test_the_largest_replica_counts_and_moving_or_offline_ones_do_not() -> None:
+    def part(index: int, size: int, future: bool = False) -> dict[str, object]:
+        return {"partition_index": index, "partition_size": size, "is_future_key": future}
+
+    answers = [
+        {
+            "broker": 1,
+            "log_dirs": [{"error_code": 0, "topics": [{"name": "t", "partitions": [part(0, 10)]}]}],
+        },
+        {
+            "broker": 2,
+            "log_dirs": [
+                {"error_code": 0, "topics": [{"name": "t", "partitions": [part(0, 12), part(1, 7)]}]},
+                {"error_code": 0, "topics": [{"name": "t", "partitions": [part(1, 99, future=True)]}]},
+                {"error_code": 57, "topics": [{"name": "t", "partitions": [part(1, 500)]}]},  # offline
+            ],
+        },
+    ]
+    assert _largest(answers) == {TopicPartition("t", 0): 12, TopicPartition("t", 1): 7}
+
+
+def test_an_unreachable_cluster_is_a_reason_without_the_password() -> None:
+    kafka = KafkaConfig(
+        "127.0.0.1:1",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "u",
+            "sasl.password": "hunter2",
+        },
+        timeout_s=1,
+    )
+    tp = TopicPartition("orders", 0)
+    (reason,) = partition_sizes(kafka, [tp]).values()
+    assert isinstance(reason, str) and reason.startswith("DescribeLogDirs failed: ")
+    assert "hunter2" not in reason
