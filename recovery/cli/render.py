@@ -91,10 +91,10 @@ def emit(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[tuple[st
     elif fmt == "csv":
         buffer = io.StringIO()
         keys = list(rows[0]) if rows else [key for key, _ in columns]
-        writer = csv.DictWriter(buffer, fieldnames=keys, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: show(v) for k, v in row.items()})
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(keys)
+        # Column by column, as table_lines: the cells are made by C loops, not a dict per row.
+        writer.writerows(zip(*(map(show, [row.get(key) for row in rows]) for key in keys), strict=True))
         click.echo(buffer.getvalue(), nl=False)
     else:
         click.echo("\n".join(table_lines(rows, columns)))  # one write, not one per line
@@ -105,6 +105,7 @@ def emit_json(body: Any) -> None:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # exact types: subclasses take the slow path
+_SCALARS_OR_CONTAINERS = _SCALARS | {list, dict}
 
 
 def json_text(body: Any) -> str:
@@ -120,11 +121,16 @@ def json_text(body: Any) -> str:
 
 
 def _flat(values: Iterable[Any]) -> bool:
-    return set(map(type, values)) <= _SCALARS
+    """Scalars, and empty lists or objects (``[]`` and ``{}`` under indent too: no line break)."""
+    values = list(values)
+    types = set(map(type, values))
+    if types <= _SCALARS:
+        return True
+    return types <= _SCALARS_OR_CONTAINERS and not any(v for v in values if type(v) in (list, dict))
 
 
 def _rows(items: Sequence[Any]) -> bool:
-    """Non-empty dicts with string keys and scalar values only (checked by C loops)."""
+    """Non-empty dicts with string keys and flat values only (checked by C loops, mostly)."""
     return (
         set(map(type, items)) == {dict}
         and all(items)
@@ -138,32 +144,60 @@ def _encoder(level: int) -> json.JSONEncoder:
     return json.JSONEncoder(separators=(",\n" + "  " * level, ": "))
 
 
+def _rows_text(rows: Sequence[dict[str, Any]], level: int) -> str:
+    """Flat rows (:func:`_rows`) as members of a list at ``level``: one encoder call with every
+    separator ",\n" + 2 levels, then the row boundaries "}<sep>{" re-indented one level up, with
+    the braces on their own lines (JSON strings hold no raw line break: the boundaries are unique)."""
+    inner, deeper = "\n" + "  " * (level + 1), "\n" + "  " * (level + 2)
+    body = _encoder(level + 2).encode(list(rows))[2:-2]
+    body = body.replace("}," + deeper + "{", inner + "}," + inner + "{" + deeper)
+    return "{" + deeper + body + inner + "}"
+
+
 def _json_into(out: list[str], value: Any, level: int) -> None:
     inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
     if type(value) is dict and value and set(map(type, value)) == {str}:
         if _flat(value.values()):
             out.append("{" + inner + _encoder(level + 1).encode(value)[1:-1] + outer + "}")
             return
+        # Runs of flat members are one C-encoder call each; only the others recurse.
+        encoder, run, first = _encoder(level + 1), {}, True
         out.append("{")
-        for i, (key, item) in enumerate(value.items()):
-            out.append(("," if i else "") + inner + json.dumps(key) + ": ")
+        for key, item in value.items():
+            if type(item) in _SCALARS or (type(item) in (list, dict) and not item):
+                run[key] = item
+                continue
+            if run:
+                out.append(("" if first else ",") + inner + encoder.encode(run)[1:-1])
+                first, run = False, {}
+            out.append(("" if first else ",") + inner + json.dumps(key) + ": ")
+            first = False
             _json_into(out, item, level + 1)
+        if run:
+            out.append(("" if first else ",") + inner + encoder.encode(run)[1:-1])
         out.append(outer + "}")
     elif type(value) in (list, tuple) and value:
         if _flat(value):
             out.append("[" + inner + _encoder(level + 1).encode(value)[1:-1] + outer + "]")
         elif _rows(value):
-            # [{..},{..}] with every separator ",\n" + 2 levels: the row boundaries "}<sep>{" are
-            # then re-indented one level up, with the braces on their own lines.
-            deeper = "\n" + "  " * (level + 2)
-            body = _encoder(level + 2).encode(value)[2:-2]
-            body = body.replace("}," + deeper + "{", inner + "}," + inner + "{" + deeper)
-            out.append("[" + inner + "{" + deeper + body + inner + "}" + outer + "]")
+            out.append("[" + inner + _rows_text(value, level) + outer + "]")
         else:
+            # Runs of flat rows are one C-encoder call each (validate's rows with notes break runs).
+            rows: list[dict[str, Any]] = []
+            first = True
             out.append("[")
-            for i, item in enumerate(value):
-                out.append(("," if i else "") + inner)
+            for item in value:
+                if type(item) is dict and item and set(map(type, item)) == {str} and _flat(item.values()):
+                    rows.append(item)
+                    continue
+                if rows:
+                    out.append(("" if first else ",") + inner + _rows_text(rows, level))
+                    first, rows = False, []
+                out.append(("" if first else ",") + inner)
+                first = False
                 _json_into(out, item, level + 1)
+            if rows:
+                out.append(("" if first else ",") + inner + _rows_text(rows, level))
             out.append(outer + "]")
     elif type(value) in _SCALARS:  # no line break in a scalar's JSON: the C encoder, no indent
         out.append(_encoder(0).encode(value))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from chk_builder import META, QUERY_ID, write_checkpoint
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recovery.checkpoint.crc import checksum_file, crc_name
 from recovery.cli import main
@@ -101,7 +103,26 @@ def test_small_checkpoint_table_is_not_summarised(tmp_path: Path, capsys: pytest
         [{"a": {}}, {"b": [1, {"c": True}]}],
         {"k": ({"x": 1},), "n": {1: 2}, "e": {}},
         [[1, 2], [], [{"a": "é"}]],
+        # validate's partition rows: flat but for empty lists and objects (the fast path takes them)
+        [{"a": 1, "notes": [], "e": {}}, {"a": 2, "notes": ["x"], "e": {}}, {"e": {}, "a": 3}],
+        [{"notes": [], "a": None}, {"notes": [], "a": "}},"}],
+        [[], {}, [[]], [{}]],
     ],
 )
 def test_json_text_matches_json_dumps(value: object) -> None:
+    assert json_text(value) == json.dumps(value, indent=2)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=3), children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from("abc"), _JSON, max_size=3), max_size=4) | _JSON)
+def test_json_text_matches_json_dumps_for_any_value(value: object) -> None:
     assert json_text(value) == json.dumps(value, indent=2)
