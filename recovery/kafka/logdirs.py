@@ -81,6 +81,10 @@ def partition_sizes(
     by_topic: dict[str, list[int]] = {}
     for tp in wanted:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
+    # kafka-python logs its whole configuration, the SASL password with it, at DEBUG: never let it.
+    configured = logging.getLogger("kafka.admin.client")
+    if configured.getEffectiveLevel() < logging.INFO:
+        configured.setLevel(logging.INFO)
     try:
         from kafka.admin import KafkaAdminClient  # type: ignore[import-untyped]  # no type hints shipped
 
