@@ -192,13 +192,14 @@ def repair_checkpoint(
             ),
             file_targets=read_targets_file,
         )
-    plan = plan_repair(
-        location, kafka, strategy, policy, isolation=isolation, storage_options=storage_options, sink=sink
-    )
+    # Planned before any lock, so a refused plan or bad input writes nothing; apply then proves the
+    # checkpoint it was planned from unchanged under its lock (one LIST of offsets/, commits/ and
+    # _recovery/ against what was read) instead of reading it all again.
+    chk = open_checkpoint(location, storage_options)
+    plan = _plan_from(chk, kafka, strategy, policy, isolation, storage_options, sink)
     _refuse_unknown_scope(plan, strategy)
     if not execute or plan.refused:
-        warning = sink_warning(location, sink, _sink_risky_files(plan), storage_options) if sink else None
-        return RepairResult(plan, False, None, warning.message if warning else None)
+        return _not_executed(plan, location, sink, storage_options)
     applied = apply(
         plan,
         kafka,
@@ -208,6 +209,7 @@ def repair_checkpoint(
         active_within_s=active_within_s,
         sink=sink,
         accept_sink_skip=accept_sink_skip,
+        checkpoint=chk,
     )
     warning = sink_warning(location, sink, _sink_risky_files(applied.plan), storage_options) if sink else None
     return RepairResult(
@@ -216,6 +218,31 @@ def repair_checkpoint(
         applied.backup.id if applied.backup else None,
         warning.message if warning else None,
     )
+
+
+def _plan_from(
+    chk: Any,
+    kafka: KafkaConfig,
+    strategy: Strategy | None,
+    policy: Policy | None,
+    isolation: Isolation,
+    storage_options: Mapping[str, Any] | None,
+    sink: str | None,
+) -> Plan:
+    """:func:`plan_repair` on a checkpoint already open (``chk``, a Checkpoint)."""
+    view, _ = checkpoint_view(chk)
+    refuse_without_kafka_source(chk, view)
+    view = sink_facts(view, sink, storage_options)
+    cluster = cluster_for(kafka, resolve_sink(view), isolation)
+    return replace(plan_from_values(view, cluster, strategy, policy), isolation=isolation)
+
+
+def _not_executed(
+    plan: Plan, location: str, sink: str | None, storage_options: Mapping[str, Any] | None
+) -> RepairResult:
+    """The dry run's result (or a refused plan's): nothing written."""
+    warning = sink_warning(location, sink, _sink_risky_files(plan), storage_options) if sink else None
+    return RepairResult(plan, False, None, warning.message if warning else None)
 
 
 def _sink_risky_files(plan: Plan) -> tuple[CheckpointFile, ...]:

@@ -6,7 +6,8 @@ through :func:`apply`, so each gets every refusal, in this order, before anythin
 1. the plan's own policy: loss budget, offsets unreadable, a source emptied (LossBudgetExceeded);
 2. the checkpoint is in use by a running query (its heartbeat, else file ages), unless ``force``
    (CheckpointInUse);
-3. a re-plan on offsets read just now must change the same partitions in the same files and pass
+3. a re-plan on offsets read just now (from the checkpoint as it is under the lock: read again, or
+   proven unchanged since the plan) must change the same partitions in the same files and pass
    the same policy: retention keeps moving (PlanOutdated, LossBudgetExceeded);
 4. a Delta sink that would skip the changed batch, unless ``accept_sink_skip`` (SinkWouldSkip);
 
@@ -33,7 +34,10 @@ from recovery.checkpoint import (
     open_checkpoint,
     rewrite_offsets,
 )
+from recovery.checkpoint.intent import INTENT_FILE, RECOVERY_DIR
+from recovery.checkpoint.rewrite import BACKUPS_DIR, backup_root, new_backup_id
 from recovery.errors import LossBudgetExceeded, PlanOutdated, SinkWouldSkip
+from recovery.heartbeat import HEARTBEAT_FILE
 from recovery.heartbeat import refuse_if_in_use as refuse_if_in_use  # re-exported: delta-source repair
 from recovery.kafka.config import KafkaConfig
 from recovery.model import CheckpointFile, ClusterView, Plan, TopicPartition
@@ -67,6 +71,7 @@ def apply(
     sink: str | None = None,
     accept_sink_skip: bool = False,
     recorded_by: str = "repair --execute",
+    checkpoint: Checkpoint | None = None,
 ) -> Applied:
     """Apply ``plan`` to its checkpoint, or refuse and write nothing (see the module docstring).
 
@@ -74,13 +79,31 @@ def apply(
     start after retention, a log end after new records) is taken as it is now, and the budget is
     checked on it.
 
+    ``checkpoint``: the handle ``plan`` was made from (read before the lock). On an object store it
+    is checked under the lock against one fresh LIST of ``offsets/`` and ``commits/`` and the lock's
+    own listing of ``_recovery/`` (:meth:`~recovery.checkpoint.reader.Checkpoint.still_current`)
+    instead of every file being read again; when anything differs or cannot be proven, and always
+    on local paths, the checkpoint is read again, as without it. Either way the re-plan, the in-use
+    check and every refusal above run under the lock.
+
     Example: ``apply(plan_repair("/chk", kafka), kafka).backup.id``
     """
     if plan.refused:
         raise LossBudgetExceeded(f"{plan.checkpoint}: repair refused: {plan.refused}. Nothing was written.")
+    reuse = checkpoint if _reusable(checkpoint, plan) else None
+    announce = _announced_backup(reuse, plan, backup_dir, storage_options) if reuse else {}
     # The lock first: it rolls back a killed command, so what is read and re-planned is the original.
-    with checkpoint_lock(plan.checkpoint, storage_options, command=recorded_by) as lock:
-        chk = open_checkpoint(plan.checkpoint, storage_options)
+    with checkpoint_lock(plan.checkpoint, storage_options, command=recorded_by, **announce) as lock:
+        if (
+            reuse is not None
+            and lock.depth == 1
+            and lock.recovered is None
+            and lock.recovery_listing is not None
+            and reuse.still_current(lock.recovery_listing, volatile=_VOLATILE)
+        ):
+            chk = reuse  # verified unchanged since the plan, with the listings made under the lock
+        else:
+            chk = open_checkpoint(plan.checkpoint, storage_options)
         if not force:
             refuse_if_in_use(chk, active_within_s)
         # The same facts the plan was made from: the sink's batch, the recreation evidence.
@@ -127,6 +150,40 @@ def apply(
         )
         log.info("%s: rewrote %s; backup %s", chk.location, ", ".join(map(str, fresh.files)), backup.id)
         return Applied(fresh, backup, ids, lock.recovered)
+
+
+# The ``_recovery/`` records that change without a writing command of the toolkit: the query's
+# heartbeat (read under the lock by the in-use check) and the caller's own intent record.
+_VOLATILE = frozenset({HEARTBEAT_FILE.rpartition("/")[2], INTENT_FILE.rpartition("/")[2]})
+
+
+def _reusable(checkpoint: Checkpoint | None, plan: Plan) -> bool:
+    """Whether ``checkpoint`` is a handle on the plan's own checkpoint, on an object store (local
+    reads cost nothing, and a local reader must see what another process wrote)."""
+    return (
+        checkpoint is not None
+        and not checkpoint.store.is_local
+        and checkpoint.location == plan.checkpoint.rstrip("/")
+    )
+
+
+def _announced_backup(
+    chk: Checkpoint, plan: Plan, backup_dir: str | None, storage_options: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The backup set the lock's first intent record names (see :func:`checkpoint_lock`): the id
+    chosen now (one LIST of the backup directory, as it always was) and the files the plan changes
+    plus the topic-id record, which :func:`recovery.checkpoint.rewrite.apply_rewrite` then finds
+    already announced. Nothing when the plan changes nothing."""
+    if not plan.changes:
+        return {}
+    root = backup_root(chk.store, backup_dir, storage_options)
+    files = (*dict.fromkeys(str(c.file) for c in plan.changes), TOPIC_IDS_FILE)
+    # The plan's listing of _recovery/ shows no backups/ yet: no set there to avoid, so no LIST of
+    # it (the id is the time to the microsecond; a set made since shows in the lock's listing,
+    # which must equal the plan's for the plan's reads to be used).
+    listed = chk.store.listing(RECOVERY_DIR) if backup_dir is None else None
+    empty = listed is not None and all(e.name != BACKUPS_DIR.rpartition("/")[2] for e in listed)
+    return {"backup_id": new_backup_id(root, known_empty=empty), "backup_root": root.location, "files": files}
 
 
 def refuse_sink_skip(

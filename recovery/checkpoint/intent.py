@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from recovery.checkpoint.store import Store
+from recovery.checkpoint.store import Entry, Store
 from recovery.errors import CheckpointFormatError, ExitCode, InvalidInput, StateError
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,15 @@ class Lock:
     intent: Intent | None = None
     depth: int = 1
     _fd: int | None = field(default=None, repr=False)
+    # Object stores: the listing of ``_recovery/`` made once the lock was held (it showed our own
+    # record), for callers that check what they read earlier against it (recovery.apply).
+    recovery_listing: tuple[Entry, ...] | None = None
+    _written: bytes = field(default=b"", repr=False)
+
+    @property
+    def written(self) -> bytes:
+        """The bytes of the intent record this lock wrote last (empty before the first)."""
+        return self._written
 
     def record(
         self,
@@ -141,7 +150,19 @@ class Lock:
     ) -> None:
         """Write the intent record (atomically) before the step it announces."""
         self.intent = Intent(self.token, self.holder, phase, backup_id, backup_root, files)
-        self.store.write_atomic(INTENT_FILE, _intent_json(self.intent).encode("utf-8"))
+        self._written = _intent_json(self.intent).encode("utf-8")
+        self.store.write_atomic(INTENT_FILE, self._written)
+
+    def announces(self, backup_id: str | None, backup_root: str | None, files: tuple[str, ...]) -> bool:
+        """Whether the record already says phase ``backup`` with this backup set and these files
+        (then writing it again would change nothing)."""
+        i = self.intent
+        return (
+            i is not None
+            and i.phase is Phase.BACKUP
+            and i.backup_id is not None
+            and (i.backup_id, i.backup_root, set(i.files)) == (backup_id, backup_root, set(files))
+        )
 
     def done(self) -> None:
         """The command finished or rolled itself back: no record is left (nor an empty
@@ -339,10 +360,18 @@ def checkpoint_lock(
     *,
     command: str,
     take_over: bool = False,
+    backup_id: str | None = None,
+    backup_root: str | None = None,
+    files: tuple[str, ...] = (),
 ) -> Iterator[Lock]:
     """Hold the checkpoint's write lock; first roll back a command that was interrupted (its process
     is gone). Raises StateError (exit 1) when another live command holds it, or when the holder runs
     on another host (unless ``take_over``).
+
+    On object stores the lock is the intent record itself, written in phase ``backup``; a caller that
+    knows its backup set already passes ``backup_id``, ``backup_root`` and ``files`` so that this
+    first record is the one :func:`~recovery.checkpoint.rewrite.apply_rewrite` would write next (one
+    PUT fewer). They are ignored when the lock is already held or is a ``flock``.
 
     Example::
 
@@ -376,11 +405,9 @@ def checkpoint_lock(
             _held[key] = lock
         try:
             if fd is None:  # object store: announce ourselves and check nobody else did meanwhile
-                lock.record(Phase.BACKUP)
+                lock.record(Phase.BACKUP, backup_id=backup_id, backup_root=backup_root, files=files)
                 time.sleep(0.05)
-                current = read_intent(store)
-                if current is None or current.token != lock.token:
-                    raise _busy(store, current)
+                _check_record_is_ours(store, lock)
             try:
                 yield lock
             except BaseException:
@@ -393,6 +420,25 @@ def checkpoint_lock(
                 _held.pop(key, None)
     finally:
         _release(fd)
+
+
+def _check_record_is_ours(store: Store, lock: Lock) -> None:
+    """Raise busy unless the intent record now in the store is the one ``lock`` just wrote. One LIST
+    of ``_recovery/`` answers when the record's ETag is the MD5 of our bytes (they hold our random
+    token, so no other writer's record has it); the listing is kept for the caller's own checks.
+    Otherwise (an ETag that is no MD5, a listing that lags) the record is read back, as it always was;
+    on stores whose listings carry no ETag (all but S3) it is read back without listing first."""
+    if store.protocol not in ("s3", "s3a"):
+        listing: tuple[Entry, ...] = ()
+    else:
+        listing = store.list(RECOVERY_DIR)
+    listed = next((e for e in listing if f"{RECOVERY_DIR}/{e.name}" == INTENT_FILE), None)
+    if listed is not None and listed.content_matches(lock.written):
+        lock.recovery_listing = listing
+        return
+    current = read_intent(store)
+    if current is None or current.token != lock.token:
+        raise _busy(store, current)
 
 
 def _safe_read_intent(store: Store) -> Intent | None:

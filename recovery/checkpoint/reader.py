@@ -7,7 +7,7 @@ asked for (a checkpoint with 10,000 retained batches costs two listings, not 10,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -15,7 +15,13 @@ from typing import Any
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.crc import checksum_matches, crc_name, parse_checksum_file
 from recovery.checkpoint.format import SourceKind
-from recovery.checkpoint.intent import HolderState, Interrupted, read_interrupted
+from recovery.checkpoint.intent import (
+    INTENT_FILE,
+    RECOVERY_DIR,
+    HolderState,
+    Interrupted,
+    read_interrupted,
+)
 from recovery.checkpoint.restart import (
     DEFAULT_MIN_BATCHES_TO_RETAIN,
     Issue,
@@ -238,6 +244,52 @@ class Checkpoint:
         if not hasattr(self, "_interrupted"):
             self._interrupted = read_interrupted(self.store)
         return self._interrupted
+
+    def still_current(self, recovery: tuple[Entry, ...], *, volatile: Iterable[str] = ()) -> bool:
+        """Object stores: whether the store still holds what this handle read, told without reading
+        a file again. True when one fresh LIST of ``offsets/`` and one of ``commits/`` show the batch
+        files listed before, with the same ETags, each file read from them having the ETag of the
+        bytes read (an MD5: :meth:`Entry.content_matches`), and ``recovery`` (a listing of
+        ``_recovery/`` made just now) shows the toolkit's records as listed before, the ``volatile``
+        names aside (the query's heartbeat, the caller's own intent record). The handle then takes
+        the fresh listings (their mtimes feed the in-use check) and forgets the ``_recovery/`` reads
+        they do not prove. False (local paths, a record of another command seen, anything different
+        or not provable): open the checkpoint again.
+
+        Not listed, so not compared: ``metadata`` (Spark writes it once, when the query is created)
+        and ``sources/<i>/0`` (written once, before ``offsets/0``; the toolkit rewrites it only under
+        the lock and then leaves ``_recovery/last-write.json``, which is compared)."""
+        store = self.store
+        before = store.listing(RECOVERY_DIR)
+        if store.is_local or before is None or getattr(self, "_interrupted", None) is not None:
+            return False
+        if any(f"{RECOVERY_DIR}/{e.name}" == INTENT_FILE for e in before):
+            return False  # another command's record was there when this handle read the store
+
+        def seen(entries: tuple[Entry, ...], skip: Iterable[str] = ()) -> set[tuple[str, bool, str | None]]:
+            return {(e.name, e.is_dir, e.etag) for e in entries if e.name not in set(skip)}
+
+        if seen(before, volatile) != seen(recovery, volatile):
+            return False
+        fresh: dict[str, tuple[Entry, ...]] = {}
+        for log in sorted(_LISTED):
+            listed = self._listings.get(log)
+            if listed is None:
+                return False
+            fresh[log] = store.base.list(log)
+            if seen(fresh[log]) != seen(listed):
+                return False
+            by_name = {e.name: e for e in fresh[log]}
+            for rel, data in self._bytes.items():
+                parent, _, name = rel.rpartition("/")
+                if parent == log and data is not None and by_name[name].content_matches(data) is not True:
+                    return False
+        for log, entries in fresh.items():
+            self._listings[log] = entries
+            self._names.pop(log, None)
+            store.adopt(log, entries)
+        store.adopt(RECOVERY_DIR, recovery)
+        return True
 
     def validate(self) -> None:
         """Kept for callers of the first API: the same as :meth:`verify`."""

@@ -165,9 +165,16 @@ def _backup_root(
     return chk_store.other(backup_dir, storage_options)
 
 
-def new_backup_id(root: Store) -> str:
+def backup_root(chk_store: Store, backup_dir: str | None, storage_options: Mapping[str, Any] | None) -> Store:
+    """Where the checkpoint's backup sets go: ``backup_dir``, else its ``_recovery/backups``."""
+    return _backup_root(chk_store, backup_dir, storage_options)
+
+
+def new_backup_id(root: Store, *, known_empty: bool = False) -> str:
+    """A backup set id (the time, to the microsecond) no set in ``root`` has; ``known_empty``: the
+    caller knows ``root`` holds no set (no LIST needed)."""
     base = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    taken = {e.name for e in root.list()}
+    taken = set() if known_empty else {e.name for e in root.list()}
     candidate, n = base, 1
     while candidate in taken:
         candidate, n = f"{base}-{n}", n + 1
@@ -449,8 +456,15 @@ def apply_rewrite(
         root = _backup_root(store, backup_dir, storage_options)
         if backup_dir is None:
             _refuse_symlinked_backups(root.location, store)
-        backup_id = new_backup_id(root)
-        lock.record(Phase.BACKUP, backup_id=backup_id, backup_root=root.location, files=paths)
+        if (
+            lock.intent is not None
+            and lock.intent.backup_id
+            and lock.announces(lock.intent.backup_id, root.location, paths)
+        ):
+            backup_id = lock.intent.backup_id  # the record written when the lock was taken says so
+        else:
+            backup_id = new_backup_id(root, known_empty=backup_dir is None and _no_backups_yet(lock))
+            lock.record(Phase.BACKUP, backup_id=backup_id, backup_root=root.location, files=paths)
         backup = write_backup(
             store,
             paths,
@@ -478,6 +492,18 @@ def apply_rewrite(
         backup.id,
     )
     return backup
+
+
+def _no_backups_yet(lock: Lock) -> bool:
+    """Whether the checkpoint's own backup directory holds no set: the listing of ``_recovery/``
+    made once ``lock`` was held shows no ``backups/``, and no set was begun under the lock since.
+    Every set there is made under this lock, so none can have appeared meanwhile."""
+    listing = lock.recovery_listing
+    return (
+        listing is not None
+        and (lock.intent is None or lock.intent.backup_id is None)
+        and not any(e.name == BACKUPS_DIR.rpartition("/")[2] for e in listing)
+    )
 
 
 def _roll_back(

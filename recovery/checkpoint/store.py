@@ -21,8 +21,10 @@ with SIGKILL just before its n-th file operation (1-based; each write, replace o
 from __future__ import annotations
 
 import errno
+import hashlib
 import inspect
 import os
+import re
 import signal
 import stat
 import uuid
@@ -46,6 +48,17 @@ class Entry:
     name: str
     is_dir: bool
     size: int | None
+    etag: str | None = None  # object stores: the listing's ETag, quotes stripped (see content_matches)
+
+    def content_matches(self, data: bytes) -> bool | None:
+        """Whether ``data`` is this object's content, told from the listing alone: True/False when
+        the ETag is an MD5 of the content (a single PUT without SSE-KMS), None when it cannot say."""
+        if self.etag is None or not _MD5.fullmatch(self.etag):
+            return None
+        return hashlib.md5(data, usedforsecurity=False).hexdigest() == self.etag.lower()
+
+
+_MD5 = re.compile(r"[0-9a-fA-F]{32}")
 
 
 FAULT_AT_ENV = "STREAM_RECOVERY_FAULT_AT"
@@ -256,7 +269,9 @@ class Store:
             name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
             if str(info["name"]).rstrip("/") == path.rstrip("/"):
                 continue  # some filesystems list a file (not a directory) as itself
-            entries.append(Entry(name, info.get("type") == "directory", info.get("size")))
+            etag = info.get("ETag") or info.get("etag")
+            etag = str(etag).strip('"') if etag else None
+            entries.append(Entry(name, info.get("type") == "directory", info.get("size"), etag))
         return tuple(sorted(entries, key=lambda e: e.name))
 
     def _ls(self, path: str) -> Any:
@@ -500,6 +515,21 @@ class CachedStore(Store):
     def remove(self, rel: str) -> None:
         super().remove(rel)
         self._remember(rel, None)
+
+    def listing(self, rel: str) -> tuple[Entry, ...] | None:
+        """The listing of ``rel`` this view made, if it made one (no IO)."""
+        return None if self.is_local else self._lists.get(rel)
+
+    def adopt(self, rel: str, fresh: tuple[Entry, ...]) -> None:
+        """Take ``fresh`` (a listing of ``rel`` made just now) as this view's: a file read before is
+        kept only when the listing proves it unchanged (:meth:`Entry.content_matches`, or absent in
+        both), others are read again when asked."""
+        listed = {e.name: e for e in fresh}
+        for path in [p for p in self._reads if p.rpartition("/")[0] == rel]:
+            data, entry = self._reads[path], listed.get(path.rpartition("/")[2])
+            if not (entry is None if data is None else entry is not None and entry.content_matches(data)):
+                del self._reads[path]
+        self._lists[rel] = fresh
 
     def _remember(self, rel: str, data: bytes | None) -> None:
         """After a write only the file written is remembered: a write starts a new phase (taking the
