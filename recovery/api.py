@@ -152,11 +152,7 @@ def plan_repair(
     Example: ``plan_repair("/chk", KafkaConfig("localhost:9092"), Strategy(StrategyKind.EARLIEST))``
     """
     chk = open_checkpoint(location, storage_options)
-    view, _ = checkpoint_view(chk)
-    refuse_without_kafka_source(chk, view)
-    view = sink_facts(view, sink, storage_options)
-    cluster = cluster_for(kafka, resolve_sink(view), isolation)
-    return replace(plan_from_values(view, cluster, strategy, policy), isolation=isolation)
+    return _plan_from(chk, kafka, strategy, policy, isolation, storage_options, sink)
 
 
 def repair_checkpoint(

@@ -180,6 +180,8 @@ def size_runway(
     if records <= 0 or size_bytes <= 0 or position >= log.end:
         return None, f"{limit}: not estimated (partition size {size_bytes} B, {records} records)"
     unread = size_bytes * (log.end - max(position, log.start)) // records
+    if unread <= 0:  # fewer bytes than offsets (compacted away, or transaction markers): no rate
+        return None, f"{limit}: not estimated ({_bytes(size_bytes)} on disk for {records} offsets)"
     shown = f"~{_bytes(unread)} of the partition's {_bytes(size_bytes)} unread"
     to_go = retention_bytes - unread
     if to_go <= 0:

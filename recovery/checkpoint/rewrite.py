@@ -456,12 +456,13 @@ def apply_rewrite(
         root = _backup_root(store, backup_dir, storage_options)
         if backup_dir is None:
             _refuse_symlinked_backups(root.location, store)
+        announced = lock.intent.backup_id if lock.intent is not None else None
         if (
-            lock.intent is not None
-            and lock.intent.backup_id
-            and lock.announces(lock.intent.backup_id, root.location, paths)
+            announced
+            and lock.announces(announced, root.location, paths)
+            and not _set_exists(announced, root, backup_dir, lock)
         ):
-            backup_id = lock.intent.backup_id  # the record written when the lock was taken says so
+            backup_id = announced  # the record written when the lock was taken says so
         else:
             backup_id = new_backup_id(root, known_empty=backup_dir is None and _no_backups_yet(lock))
             lock.record(Phase.BACKUP, backup_id=backup_id, backup_root=root.location, files=paths)
@@ -492,6 +493,20 @@ def apply_rewrite(
         backup.id,
     )
     return backup
+
+
+def _set_exists(backup_id: str, root: Store, backup_dir: str | None, lock: Lock) -> bool:
+    """Whether ``root`` already holds a set named ``backup_id`` (an id chosen before the lock was
+    taken, so a set made meanwhile could have it): no, when the lock's listing of ``_recovery/``
+    shows no ``backups/`` at all; else one LIST of ``root`` says (never write over another set)."""
+    listing = lock.recovery_listing
+    if (
+        backup_dir is None
+        and listing is not None
+        and not any(e.name == BACKUPS_DIR.rpartition("/")[2] for e in listing)
+    ):
+        return False
+    return backup_id in {e.name for e in root.list()}
 
 
 def _no_backups_yet(lock: Lock) -> bool:

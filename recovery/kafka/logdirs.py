@@ -81,24 +81,31 @@ def partition_sizes(
     by_topic: dict[str, list[int]] = {}
     for tp in wanted:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
-    # kafka-python logs its whole configuration, the SASL password with it, at DEBUG: never let it.
-    configured = logging.getLogger("kafka.admin.client")
-    if configured.getEffectiveLevel() < logging.INFO:
-        configured.setLevel(logging.INFO)
+    _quiet_kafka_python()
     try:
         from kafka.admin import KafkaAdminClient  # type: ignore[import-untyped]  # no type hints shipped
 
         client = KafkaAdminClient(**settings)
         try:
-            answers = client.describe_log_dirs(by_topic)
+            sizes = _largest(client.describe_log_dirs(by_topic))
         finally:
             client.close()
-    except Exception as exc:  # kafka-python raises its own KafkaError tree, and socket/SSL errors
+    except Exception as exc:  # kafka-python's KafkaError tree, socket/SSL errors, an answer we misread
         reason = f"DescribeLogDirs failed: {scrub(f'{type(exc).__name__}: {exc}', kafka)}"
         return dict.fromkeys(wanted, reason)
-    sizes = _largest(answers)
     log.debug("DescribeLogDirs: %d of %d partition sizes", len(sizes), len(wanted))
     return {tp: sizes.get(tp, "DescribeLogDirs: no broker reported this partition") for tp in wanted}
+
+
+def _quiet_kafka_python() -> None:
+    """Hold kafka-python's loggers at INFO or above: at DEBUG it logs its whole configuration and
+    every request, the SASL password in both (``SaslAuthenticateRequest(auth_bytes=...)``)."""
+    names = ["kafka"] + [n for n in logging.root.manager.loggerDict if n.startswith("kafka.")]
+    for name in names:
+        logger = logging.getLogger(name)
+        # "kafka" itself always (its children inherit it); a child only when set below INFO.
+        if (name == "kafka" or logger.level != logging.NOTSET) and logger.level < logging.INFO:
+            logger.setLevel(logging.INFO)
 
 
 def _largest(answers: Iterable[Mapping[str, Any]]) -> dict[TopicPartition, int]:

@@ -114,6 +114,25 @@ def test_a_batch_file_rewritten_between_plan_and_apply_is_read_again(
     assert fs.cat_file(f"{url}/offsets/2") == batch(topic, 0)
 
 
+def test_a_backup_set_made_between_plan_and_apply_is_never_written_over(
+    s3_chk: tuple[Any, str, dict[str, str], str], bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backup id is chosen before the lock (the lock's first record names it): a set of that
+    name made meanwhile is seen under the lock, and a new id is taken."""
+    fs, url, options, topic = s3_chk
+    kafka = KafkaConfig(bootstrap)
+    plan, chk = planned(url, options, kafka)
+    taken = "20260101T000000000000Z"
+    monkeypatch.setattr(apply_module, "new_backup_id", lambda root, known_empty=False: taken)
+    other = {f"{url}/_recovery/backups/{taken}/manifest.json": b'{"other": true}'}
+    fs.pipe(other)
+    applied = apply(plan, kafka, storage_options=options, active_within_s=0, checkpoint=chk)
+    assert applied.backup is not None and applied.backup.id != taken
+    assert fs.cat_file(f"{url}/_recovery/backups/{taken}/manifest.json") == b'{"other": true}'
+    assert fs.cat_file(f"{url}/_recovery/backups/{applied.backup.id}/files/offsets/2") == batch(topic, 30)
+    assert fs.cat_file(f"{url}/offsets/2") == batch(topic, 0)
+
+
 def test_a_heartbeat_written_between_plan_and_apply_refuses(
     s3_chk: tuple[Any, str, dict[str, str], str], bootstrap: str
 ) -> None:

@@ -79,6 +79,40 @@ def test_the_largest_replica_counts_and_moving_or_offline_ones_do_not() -> None:
     assert _largest(answers) == {TopicPartition("t", 0): 12, TopicPartition("t", 1): 7}
 
 
+def test_kafka_python_never_logs_at_debug_where_the_password_would_be() -> None:
+    """At DEBUG kafka-python logs its configuration and every request, SASL's included."""
+    logging.getLogger("kafka").setLevel(logging.DEBUG)
+    logging.getLogger("kafka.net.connection").setLevel(logging.DEBUG)
+    logging.getLogger("kafka.net.selector").setLevel(logging.WARNING)  # above INFO: left as it is
+    tp = TopicPartition("orders", 0)
+    partition_sizes(KafkaConfig("127.0.0.1:1", timeout_s=1), [tp])
+    assert logging.getLogger("kafka").level == logging.INFO
+    assert logging.getLogger("kafka.net.connection").getEffectiveLevel() == logging.INFO
+    assert logging.getLogger("kafka.admin.client").getEffectiveLevel() == logging.INFO
+    assert logging.getLogger("kafka.net.selector").level == logging.WARNING
+
+
+def test_an_answer_that_cannot_be_read_is_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka-python's answers are its own dicts: if their keys change, the size is unknown, and
+    validate goes on."""
+    import kafka.admin
+
+    class Client:
+        def __init__(self, **settings: object) -> None:
+            pass
+
+        def describe_log_dirs(self, wanted: object) -> list[dict[str, object]]:
+            return [{"log_dirs": [{"topics": [{"name": "orders", "partitions": [{"index": 0}]}]}]}]
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(kafka.admin, "KafkaAdminClient", Client)
+    tp = TopicPartition("orders", 0)
+    (reason,) = partition_sizes(KafkaConfig("127.0.0.1:1"), [tp]).values()
+    assert reason == "DescribeLogDirs failed: KeyError: 'partition_index'"
+
+
 def test_an_unreachable_cluster_is_a_reason_without_the_password(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)  # kafka-python logs its configuration at DEBUG: not ours to show
     kafka = KafkaConfig(

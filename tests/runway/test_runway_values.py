@@ -125,6 +125,9 @@ def test_size_runway_over_the_limit_is_now_and_without_a_rate_is_unknown() -> No
     assert when is None and "write rate unknown" in reason
     when, reason = size_runway(0, OffsetRange(0, 0), 0, 6 * MIB, NOW - HOUR, NOW)  # nothing to go by
     assert when is None and reason.endswith("not estimated (partition size 0 B, 0 records)")
+    # compact,delete: far fewer bytes than offsets, the unread share rounds to no bytes at all
+    when, reason = size_runway(999_999, OffsetRange(0, 1_000_000), 70, 1000, NOW - HOUR, NOW)
+    assert (when, reason) == (None, "retention.bytes=1000: not estimated (70 B on disk for 1000000 offsets)")
 
 
 def test_runway_of_a_size_limited_topic_takes_the_earlier_of_the_two_limits() -> None:
