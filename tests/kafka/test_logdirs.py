@@ -1,10 +1,11 @@
-"""DescribeLogDirs through kafka-python (no broker): the connection settings it is given, the ones it
-refuses by name, and the size taken from several replicas. Against the broker:
-tests/runway/test_runway_rig.py."""
+"""DescribeLogDirs through kafka-python: the connection settings it is given, the ones it refuses by
+name, the size taken from several replicas, its DEBUG logs kept off, and (on the broker) an answer
+read wrong becoming a reason. The size runway against real deletion: tests/runway/test_runway_rig.py."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import pytest
 
@@ -92,25 +93,23 @@ def test_kafka_python_never_logs_at_debug_where_the_password_would_be() -> None:
     assert logging.getLogger("kafka.net.selector").level == logging.WARNING
 
 
-def test_an_answer_that_cannot_be_read_is_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    """kafka-python's answers are its own dicts: if their keys change, the size is unknown, and
-    validate goes on."""
-    import kafka.admin
+def test_an_answer_that_cannot_be_read_is_a_reason(
+    bootstrap: str, new_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real broker answers; if kafka-python's answer dicts ever change shape (our reading of
+    them raises), the size is unknown and validate goes on."""
+    import recovery.kafka.logdirs as logdirs
 
-    class Client:
-        def __init__(self, **settings: object) -> None:
-            pass
+    tp = TopicPartition(new_topic(1), 0)
+    assert isinstance(partition_sizes(KafkaConfig(bootstrap), [tp])[tp], int)  # as it reads today
 
-        def describe_log_dirs(self, wanted: object) -> list[dict[str, object]]:
-            return [{"log_dirs": [{"topics": [{"name": "orders", "partitions": [{"index": 0}]}]}]}]
+    def changed_shape(answers: object) -> dict[TopicPartition, int]:
+        return _largest([{"log_dirs": [{"topics": [{"name": tp.topic, "partitions": [{"index": 0}]}]}]}])
 
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(kafka.admin, "KafkaAdminClient", Client)
-    tp = TopicPartition("orders", 0)
-    (reason,) = partition_sizes(KafkaConfig("127.0.0.1:1"), [tp]).values()
-    assert reason == "DescribeLogDirs failed: KeyError: 'partition_index'"
+    monkeypatch.setattr(logdirs, "_largest", changed_shape)
+    assert partition_sizes(KafkaConfig(bootstrap), [tp]) == {
+        tp: "DescribeLogDirs failed: KeyError: 'partition_index'"
+    }
 
 
 def test_an_unreachable_cluster_is_a_reason_without_the_password(caplog: pytest.LogCaptureFixture) -> None:
