@@ -35,7 +35,7 @@ from recovery.checkpoint import (
     rewrite_offsets,
 )
 from recovery.checkpoint.intent import INTENT_FILE, RECOVERY_DIR
-from recovery.checkpoint.rewrite import BACKUPS_DIR, backup_root, new_backup_id
+from recovery.checkpoint.rewrite import backup_root, lists_backups, new_backup_id
 from recovery.errors import LossBudgetExceeded, PlanOutdated, SinkWouldSkip
 from recovery.heartbeat import HEARTBEAT_FILE
 from recovery.heartbeat import refuse_if_in_use as refuse_if_in_use  # re-exported: delta-source repair
@@ -182,7 +182,7 @@ def _announced_backup(
     # it (the id is the time to the microsecond; a set made since shows in the lock's listing,
     # which must equal the plan's for the plan's reads to be used).
     listed = chk.store.listing(RECOVERY_DIR) if backup_dir is None else None
-    empty = listed is not None and all(e.name != BACKUPS_DIR.rpartition("/")[2] for e in listed)
+    empty = listed is not None and not lists_backups(listed)
     return {"backup_id": new_backup_id(root, known_empty=empty), "backup_root": root.location, "files": files}
 
 

@@ -140,11 +140,10 @@ def runway_of(
         return Runway(None, _ts(stamp), f"retention settings not read: {retention or 'unknown'}")
     if not retention.deletes:
         return Runway(None, _ts(stamp), "compacted (cleanup.policy=compact): not deleted by time")
+    note = f"; retention.bytes={retention.retention_bytes}: not estimated" if _sized(retention) else ""
     if isinstance(stamp, str) or stamp is None:
-        note = f"; retention.bytes={retention.retention_bytes}: not estimated" if _sized(retention) else ""
         return Runway(None, None, f"record at {position} not read: {stamp or 'unknown'}{note}")
     if stamp.timestamp_ms < 0:
-        note = f"; retention.bytes={retention.retention_bytes}: not estimated" if _sized(retention) else ""
         return Runway(None, None, f"record at {stamp.offset} has no timestamp{note}")
     gap = f"; first record at or after {position} is {stamp.offset}" if stamp.offset != position else ""
     by_time = stamp.timestamp_ms + retention.retention_ms if retention.retention_ms >= 0 else None
@@ -202,12 +201,14 @@ def _sized(retention: TopicRetention) -> bool:
 
 def _bytes(n: int) -> str:
     """``1536`` -> ``1.5 KiB``: sizes for people."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+    if abs(n) < 1024:
+        return f"{n} B"
+    size, unit = n / 1024, "KiB"
+    for bigger in ("MiB", "GiB"):
+        if abs(size) < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.1f} {unit}"
 
 
 def apply_runway(

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
@@ -36,7 +36,7 @@ from recovery.checkpoint import format as fmt
 from recovery.checkpoint.crc import DEFAULT_BYTES_PER_CHECKSUM, checksum_file, crc_name, parse_checksum_file
 from recovery.checkpoint.intent import RECOVERY_DIR, Intent, Interrupted, Lock, Phase, checkpoint_lock
 from recovery.checkpoint.reader import Checkpoint
-from recovery.checkpoint.store import Store
+from recovery.checkpoint.store import Entry, Store
 from recovery.errors import (
     CheckpointFormatError,
     ExitCode,
@@ -495,16 +495,18 @@ def apply_rewrite(
     return backup
 
 
+def lists_backups(recovery: Iterable[Entry]) -> bool:
+    """Whether a listing of ``_recovery/`` shows the checkpoint's own backup directory."""
+    name = BACKUPS_DIR.rpartition("/")[2]
+    return any(e.name == name for e in recovery)
+
+
 def _set_exists(backup_id: str, root: Store, backup_dir: str | None, lock: Lock) -> bool:
     """Whether ``root`` already holds a set named ``backup_id`` (an id chosen before the lock was
     taken, so a set made meanwhile could have it): no, when the lock's listing of ``_recovery/``
     shows no ``backups/`` at all; else one LIST of ``root`` says (never write over another set)."""
     listing = lock.recovery_listing
-    if (
-        backup_dir is None
-        and listing is not None
-        and not any(e.name == BACKUPS_DIR.rpartition("/")[2] for e in listing)
-    ):
+    if backup_dir is None and listing is not None and not lists_backups(listing):
         return False
     return backup_id in {e.name for e in root.list()}
 
@@ -517,7 +519,7 @@ def _no_backups_yet(lock: Lock) -> bool:
     return (
         listing is not None
         and (lock.intent is None or lock.intent.backup_id is None)
-        and not any(e.name == BACKUPS_DIR.rpartition("/")[2] for e in listing)
+        and not lists_backups(listing)
     )
 
 
