@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from recovery.apply import DEFAULT_ACTIVE_WITHIN_S, apply, sink_warning
 from recovery.checkpoint import open_checkpoint
 from recovery.errors import InvalidInput, OffsetSpecError
 from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
 from recovery.kafka.config import KafkaConfig
 from recovery.model import (
+    DEFAULT_ACTIVE_WITHIN_S,
     CheckpointFile,
     Finding,
     Isolation,
@@ -97,7 +97,7 @@ def validate_checkpoint(
     issues = (*issues, *delta_source_issues(chk, delta_tables, storage_options=storage_options))
     view = sink_facts(view, sink, storage_options)
     cluster = cluster_for(kafka, resolve_sink(view), isolation)
-    warning = sink_warning(chk, sink, (), storage_options) if sink else None
+    warning = _sink_warning(chk, sink, (), storage_options)
     findings = assess(view, cluster)
     at_ms = None
     if runway or runway_warn_s is not None:  # a threshold needs the runway
@@ -196,6 +196,8 @@ def repair_checkpoint(
     _refuse_unknown_scope(plan, strategy)
     if not execute or plan.refused:
         return _not_executed(plan, location, sink, storage_options)
+    from recovery.apply import apply  # writing commands only: reading ones never load it
+
     applied = apply(
         plan,
         kafka,
@@ -207,7 +209,7 @@ def repair_checkpoint(
         accept_sink_skip=accept_sink_skip,
         checkpoint=chk,
     )
-    warning = sink_warning(location, sink, _sink_risky_files(applied.plan), storage_options) if sink else None
+    warning = _sink_warning(location, sink, _sink_risky_files(applied.plan), storage_options)
     return RepairResult(
         applied.plan,
         True,
@@ -237,8 +239,22 @@ def _not_executed(
     plan: Plan, location: str, sink: str | None, storage_options: Mapping[str, Any] | None
 ) -> RepairResult:
     """The dry run's result (or a refused plan's): nothing written."""
-    warning = sink_warning(location, sink, _sink_risky_files(plan), storage_options) if sink else None
+    warning = _sink_warning(location, sink, _sink_risky_files(plan), storage_options)
     return RepairResult(plan, False, None, warning.message if warning else None)
+
+
+def _sink_warning(
+    checkpoint: Any,
+    sink: str | None,
+    files: Iterable[CheckpointFile],
+    storage_options: Mapping[str, Any] | None,
+) -> Any:
+    """:func:`recovery.apply.sink_warning` when there is a ``sink``, else None."""
+    if not sink:
+        return None
+    from recovery.apply import sink_warning
+
+    return sink_warning(checkpoint, sink, tuple(files), storage_options)
 
 
 def _sink_risky_files(plan: Plan) -> tuple[CheckpointFile, ...]:

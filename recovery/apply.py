@@ -40,12 +40,10 @@ from recovery.errors import LossBudgetExceeded, PlanOutdated, SinkWouldSkip
 from recovery.heartbeat import HEARTBEAT_FILE
 from recovery.heartbeat import refuse_if_in_use as refuse_if_in_use  # re-exported: delta-source repair
 from recovery.kafka.config import KafkaConfig
-from recovery.model import CheckpointFile, ClusterView, Plan, TopicPartition
+from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, ClusterView, Plan, TopicPartition
 from recovery.plan import plan_repair, resolve_sink
 from recovery.resume import checkpoint_view, cluster_for, sink_facts
 from recovery.topic_ids import TOPIC_IDS_FILE, record_topic_ids, topic_ids_file
-
-DEFAULT_ACTIVE_WITHIN_S = 300.0
 
 log = logging.getLogger(__name__)
 

@@ -246,9 +246,8 @@ def refuse_if_in_use(chk: Checkpoint, active_within_s: float, *, now_ms: int | N
     ours = read_last_write(chk.store)
     ages: list[tuple[str, int]] = []
     for rel in newest:
-        try:
-            modified_ms = int(chk.store.fs.modified(chk.store.full(rel)).timestamp() * 1000)
-        except (NotImplementedError, OSError, KeyError, AttributeError):
+        modified_ms = chk.store.modified_ms(rel)
+        if modified_ms is None:
             continue  # a store that cannot say: nothing to go on
         if ours is not None and rel in ours.files and modified_ms <= ours.finished_ms + OWN_WRITE_SLACK_MS:
             continue  # rewritten by the toolkit itself, under this same check (or --force)

@@ -10,11 +10,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 
-@dataclass(frozen=True, order=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    """A partition of a topic. A named tuple, not a dataclass: it is the key of every per-partition
+    dict and set, and a tuple's hash and equality run in C (a dataclass's ran Python code, tens of
+    thousands of times per 2,000-partition validate)."""
+
     topic: str
     partition: int
 
@@ -344,6 +347,11 @@ class Strategy:
             StrategyKind.TO_OFFSET: f" {self.offset}",
         }.get(self.kind, "")
         return f"{self.kind.value}{extra}"
+
+
+# A checkpoint whose newest batch file is younger than this is taken as in use by a running query
+# when it has no heartbeat to say otherwise (recovery.heartbeat.refuse_if_in_use).
+DEFAULT_ACTIVE_WITHIN_S = 300.0
 
 
 @dataclass(frozen=True)

@@ -366,3 +366,34 @@ def test_stream_recovery_help_loads_no_heavy_library() -> None:
     assert "Usage:" in output
     heavy = [how for module, how in loaded.items() if module in HEAVY]
     assert not heavy, "loaded by `stream-recovery --help`: " + "; ".join(heavy)
+
+
+# `checkpoint show` of a local checkpoint (built here), in one interpreter.
+LOCAL_SHOW = """\
+import sys, tempfile
+from pathlib import Path
+sys.path.insert(0, "tests/checkpoint")
+from chk_builder import write_checkpoint
+from click.testing import CliRunner
+from recovery.cli import cli
+
+root = write_checkpoint(Path(tempfile.mkdtemp()) / "chk")
+result = CliRunner().invoke(cli, ["checkpoint", "show", str(root), "--output", "json"])
+assert result.exit_code == 0, result.output
+print(result.output.count('"partition"'))
+"""
+
+
+def test_reading_a_local_checkpoint_loads_no_heavy_library() -> None:
+    """fsspec is for object stores: a tenth of a second to import, most of a local command's start."""
+    output, loaded = _loaded(LOCAL_SHOW)
+    assert int(output.strip().splitlines()[-1]) > 0
+    heavy = [how for module, how in loaded.items() if module in HEAVY]
+    assert not heavy, "loaded to show a local checkpoint: " + "; ".join(heavy)
+
+
+def test_the_reading_use_cases_do_not_load_the_write_path() -> None:
+    """validate, plan and starting-offsets import recovery.api; only a repair --execute needs apply."""
+    code = "import sys, recovery.api; print('recovery.apply' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.strip() == "False"

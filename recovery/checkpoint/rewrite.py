@@ -46,7 +46,7 @@ from recovery.errors import (
     StorageError,
 )
 from recovery.heartbeat import refuse_if_in_use
-from recovery.model import CheckpointFile, TopicPartition
+from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -643,7 +643,7 @@ def restore_backup(
     storage_options: Mapping[str, Any] | None = None,
     backup_dir: str | None = None,
     force: bool = False,
-    active_within_s: float = 300.0,
+    active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
 ) -> RestoreResult:
     """Put a backup set back byte for byte (the newest if ``backup_id`` is None).
 

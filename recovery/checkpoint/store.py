@@ -21,6 +21,7 @@ with SIGKILL just before its n-th file operation (1-based; each write, replace o
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import inspect
 import os
@@ -32,8 +33,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
-
-import fsspec  # type: ignore[import-untyped,unused-ignore]
 
 from recovery.checkpoint.options import redact, secret_values, typed_storage_options
 from recovery.errors import CheckpointFormatError, ConfigError, InvalidInput, RecoveryError, StorageError
@@ -125,11 +124,40 @@ def _storage_errors(what: str, *, local: bool = False, secrets: tuple[str, ...] 
         raise StorageError(text) from exc
 
 
+def protocol_of(location: str) -> str:
+    """The file system ``location`` names, as ``fsspec.core.split_protocol`` reads it (``file``
+    for a plain path), without importing fsspec."""
+    head, sep, _ = location.partition("://")
+    return head if sep and len(head) > 1 else "file"
+
+
+def _plain_local_root(location: str) -> str | None:
+    """The absolute path fsspec's local file system would make of ``location`` when it is a plain
+    POSIX path (no protocol, no chain), else None. Local commands then never import fsspec (a
+    tenth of a second, most of ``validate``'s start); the equality is tested."""
+    if (
+        os.sep != "/"
+        or "://" in location
+        or "::" in location
+        or location.startswith(("file:", "local:", "data:"))
+    ):
+        return None
+    path = location
+    if path.startswith("~"):
+        path = os.path.expanduser(path)
+    elif not path.startswith("/"):
+        path = path[2:] if path.startswith("./") else "" if path == "." else path
+        path = f"{os.getcwd()}/{path}"
+    return path.rstrip("/") or "/"
+
+
 def _typed_options(location: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The storage options typed and checked for the file system ``location`` names (no IO)."""
     if "::" in location:  # chained URLs: the options belong to several file systems
         return dict(options)
-    protocol = fsspec.core.split_protocol(location)[0] or "file"
+    import fsspec  # type: ignore[import-untyped,unused-ignore]
+
+    protocol = protocol_of(location)
     try:
         fs_class = fsspec.get_filesystem_class(protocol)
     except (ValueError, ImportError) as exc:
@@ -145,15 +173,39 @@ class Store:
     def __init__(self, location: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.location = location.rstrip("/") or location
         self.secrets = secret_values(storage_options or {})
+        local_root = None if storage_options else _plain_local_root(self.location)
+        if local_root is not None:  # the file system object is made when first asked for (fs)
+            self.storage_options: dict[str, Any] = {}
+            self.root: str = local_root
+            self.protocol, self.is_local, self.has_rename, self.keeps_crc = "file", True, True, True
+            return
+        import fsspec  # type: ignore[import-untyped,unused-ignore]
+
         self.storage_options = _typed_options(self.location, storage_options or {})
         with _storage_errors(redact(self.location, self.secrets), secrets=self.secrets):
-            self.fs, root = fsspec.core.url_to_fs(self.location, **self.storage_options)
-        self.root: str = str(root).rstrip("/") or str(root)
+            self.__dict__["fs"], root = fsspec.core.url_to_fs(self.location, **self.storage_options)
+        self.root = str(root).rstrip("/") or str(root)
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         self.protocol = protocols[0]
         self.is_local = bool(set(protocols) & {"file", "local"})
         self.has_rename = bool(set(protocols) & RENAME_PROTOCOLS)
         self.keeps_crc = bool(set(protocols) & CRC_PROTOCOLS)
+
+    @functools.cached_property
+    def fs(self) -> Any:
+        """The fsspec file system (made here only for plain local paths, which seldom need it)."""
+        import fsspec  # type: ignore[import-untyped,unused-ignore]
+
+        return fsspec.filesystem("file")
+
+    def modified_ms(self, rel: str) -> int | None:
+        """When ``rel`` was last written (ms since the epoch), None when the store cannot say."""
+        try:
+            if self.is_local:
+                return int(os.stat(self._confined(rel)).st_mtime * 1000)
+            return int(self.fs.modified(self.full(rel)).timestamp() * 1000)
+        except (NotImplementedError, OSError, KeyError, AttributeError):
+            return None
 
     def display(self, rel: str = "") -> str:
         """The path as the user spelled the location, for messages: ``s3://b/chk/offsets/17``
@@ -168,9 +220,7 @@ class Store:
         """A store at ``location`` (e.g. a backup directory) with ``storage_options`` (default: this
         store's) when it is on the same kind of file system, else none (S3 options mean nothing to
         a local backup directory)."""
-        same = (fsspec.core.split_protocol(location)[0] or "file") == (
-            fsspec.core.split_protocol(self.location)[0] or "file"
-        )
+        same = protocol_of(location) == protocol_of(self.location)
         options = storage_options if storage_options is not None else self.storage_options
         return Store(location, options if same else {})
 
@@ -391,7 +441,8 @@ class Store:
                     if os.path.exists(tmp):
                         os.unlink(tmp)
                 _fsync_dir(parent)
-            elif self.has_rename:
+                return
+            if self.has_rename:
                 tmp = f"{parent}/.{name}.{uuid.uuid4()}.tmp"
                 self.fs.pipe_file(tmp, data)
                 self.fs.mv(tmp, path)

@@ -15,6 +15,7 @@ import csv
 import functools
 import io
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -130,13 +131,15 @@ def _flat(values: Iterable[Any]) -> bool:
 
 
 def _rows(items: Sequence[Any]) -> bool:
-    """Non-empty dicts with string keys and flat values only (checked by C loops, mostly)."""
+    """Non-empty dicts with string keys (checked by C loops)."""
     return (
-        set(map(type, items)) == {dict}
-        and all(items)
-        and set(map(type, chain.from_iterable(items))) == {str}
-        and _flat(chain.from_iterable(map(dict.values, items)))
+        set(map(type, items)) == {dict} and all(items) and set(map(type, chain.from_iterable(items))) == {str}
     )
+
+
+def _flat_rows(items: Sequence[Any]) -> bool:
+    """:func:`_rows` whose values are all flat (checked by C loops, mostly)."""
+    return _rows(items) and _flat(chain.from_iterable(map(dict.values, items)))
 
 
 @functools.cache
@@ -144,14 +147,68 @@ def _encoder(level: int) -> json.JSONEncoder:
     return json.JSONEncoder(separators=(",\n" + "  " * level, ": "))
 
 
-def _rows_text(rows: Sequence[dict[str, Any]], level: int) -> str:
-    """Flat rows (:func:`_rows`) as members of a list at ``level``: one encoder call with every
-    separator ",\n" + 2 levels, then the row boundaries "}<sep>{" re-indented one level up, with
-    the braces on their own lines (JSON strings hold no raw line break: the boundaries are unique)."""
+def _flat_rows_text(rows: Sequence[dict[str, Any]], level: int) -> str:
+    """Flat rows (:func:`_flat_rows`) as members of a list at ``level``: one encoder call with
+    every separator ",\n" + 2 levels, then the row boundaries "}<sep>{" re-indented one level up,
+    with the braces on their own lines (JSON strings hold no raw line break: the boundaries are
+    unique)."""
     inner, deeper = "\n" + "  " * (level + 1), "\n" + "  " * (level + 2)
     body = _encoder(level + 2).encode(list(rows))[2:-2]
     body = body.replace("}," + deeper + "{", inner + "}," + inner + "{" + deeper)
     return "{" + deeper + body + inner + "}"
+
+
+def _rows_text(rows: Sequence[dict[str, Any]], level: int) -> str | None:
+    """Rows (:func:`_rows`) as :func:`_flat_rows_text` writes them. A member that is not flat
+    (validate's list of notes) goes into that one call as a placeholder string ``"\x00<n>"``,
+    which its own text (:func:`_json_into` at its depth) then replaces. None when the rows' own
+    strings hold something that reads as a placeholder: the caller takes the slow path."""
+    if _flat_rows(rows):
+        return _flat_rows_text(rows, level)
+    nested: list[Any] = []
+    swapped: list[dict[str, Any]] = []
+    for row in rows:
+        # Not flat: anything but a scalar, an empty list or an empty dict (scalars may be falsy).
+        deep = [key for key, item in row.items() if item and type(item) not in _SCALARS]
+        if deep:
+            row = dict(row)
+            for key in deep:
+                nested.append(row[key])
+                row[key] = f"\x00{len(nested) - 1}"
+        swapped.append(row)
+    texts = _members_text(nested, level + 2)
+
+    def put(match: re.Match[str]) -> str:
+        n = int(match[1])
+        return texts[n] if n < len(texts) else match[0]
+
+    # Every match counts: a row's own string that reads as a placeholder makes the count differ.
+    body, found = _PLACEHOLDER.subn(put, _flat_rows_text(swapped, level))
+    return body if found == len(texts) else None
+
+
+def _members_text(values: Sequence[Any], level: int) -> list[str]:
+    """Each of ``values`` as :func:`_json_into` writes it at ``level``; the lists of scalars among
+    them (lists of notes) in one encoder call, split where one list ends and the next begins (the
+    separator holds a line break, which no JSON string does)."""
+    texts: list[str | None] = [None] * len(values)
+    # Scalars only: an empty list inside would make a boundary of its own.
+    flat = [i for i, v in enumerate(values) if type(v) is list and v and set(map(type, v)) <= _SCALARS]
+    if flat:
+        inner, outer = "\n" + "  " * (level + 1), "\n" + "  " * level
+        sep = ",\n" + "  " * (level + 1)
+        joined = _encoder(level + 1).encode([values[i] for i in flat])[2:-2]
+        for i, part in zip(flat, joined.split("]" + sep + "["), strict=True):
+            texts[i] = "[" + inner + part + outer + "]"
+    for i, text in enumerate(texts):
+        if text is None:
+            out: list[str] = []
+            _json_into(out, values[i], level)
+            texts[i] = "".join(out)
+    return [t for t in texts if t is not None]
+
+
+_PLACEHOLDER = re.compile(r'"\\u0000(\d+)"')
 
 
 def _json_into(out: list[str], value: Any, level: int) -> None:
@@ -179,8 +236,8 @@ def _json_into(out: list[str], value: Any, level: int) -> None:
     elif type(value) in (list, tuple) and value:
         if _flat(value):
             out.append("[" + inner + _encoder(level + 1).encode(value)[1:-1] + outer + "]")
-        elif _rows(value):
-            out.append("[" + inner + _rows_text(value, level) + outer + "]")
+        elif _rows(value) and (text := _rows_text(value, level)) is not None:
+            out.append("[" + inner + text + outer + "]")
         else:
             # Runs of flat rows are one C-encoder call each (validate's rows with notes break runs).
             rows: list[dict[str, Any]] = []
@@ -191,13 +248,13 @@ def _json_into(out: list[str], value: Any, level: int) -> None:
                     rows.append(item)
                     continue
                 if rows:
-                    out.append(("" if first else ",") + inner + _rows_text(rows, level))
+                    out.append(("" if first else ",") + inner + _flat_rows_text(rows, level))
                     first, rows = False, []
                 out.append(("" if first else ",") + inner)
                 first = False
                 _json_into(out, item, level + 1)
             if rows:
-                out.append(("" if first else ",") + inner + _rows_text(rows, level))
+                out.append(("" if first else ",") + inner + _flat_rows_text(rows, level))
             out.append(outer + "]")
     elif type(value) in _SCALARS:  # no line break in a scalar's JSON: the C encoder, no indent
         out.append(_encoder(0).encode(value))

@@ -16,10 +16,9 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from recovery.checkpoint import Checkpoint, Issue, Level, checkpoint_lock, open_checkpoint
+from recovery.checkpoint import Checkpoint, Issue, Level, open_checkpoint
 from recovery.checkpoint.format import DeltaSourceOffset, SourceKind
 from recovery.checkpoint.restart import NextRun
-from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
 from recovery.delta.log import app_transaction_version, read_table_log
 from recovery.delta.model import (
     DeltaPosition,
@@ -31,7 +30,7 @@ from recovery.delta.model import (
 )
 from recovery.delta.source import check_sink, plan_source_repair
 from recovery.errors import InvalidInput, LossBudgetExceeded, StateError
-from recovery.model import CheckpointFile
+from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile
 
 
 def _restart_problem(chk: Checkpoint) -> str | None:
@@ -188,7 +187,7 @@ def repair_delta_source(
     table_options: Mapping[str, str] | None = None,
     backup_dir: str | None = None,
     force: bool = False,
-    active_within_s: float = 300.0,
+    active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
 ) -> DeltaSourceRepair:
     """Plan, and with ``execute`` apply: back up, then rewrite the Delta source lines in place.
 
@@ -200,6 +199,8 @@ def repair_delta_source(
     ``active_within_s`` (unless ``force``).
     """
     from recovery.apply import refuse_if_in_use, refuse_sink_skip
+    from recovery.checkpoint import checkpoint_lock
+    from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
 
     command = "delta-source repair --execute"
     # Executing: plan under the write lock, which first rolls back a killed command.

@@ -107,6 +107,9 @@ def test_small_checkpoint_table_is_not_summarised(tmp_path: Path, capsys: pytest
         [{"a": 1, "notes": [], "e": {}}, {"a": 2, "notes": ["x"], "e": {}}, {"e": {}, "a": 3}],
         [{"notes": [], "a": None}, {"notes": [], "a": "}},"}],
         [[], {}, [[]], [{}]],
+        # a row's own string that reads as the placeholder of a nested member: the slow path
+        [{"a": "\x000", "notes": ["x"]}, {"a": "\x0099", "notes": ["y", "z"]}],
+        [{"a": [[], []], "b": [1, "]"], "c": {"d": [2]}}, {"a": ["[", "],\n  ["]}],
     ],
 )
 def test_json_text_matches_json_dumps(value: object) -> None:

@@ -159,3 +159,24 @@ def test_error_messages_are_one_line() -> None:
         == "s3://b/t: OSError: Generic S3 error ↳ error sending request ↳ Connection refused"
     )
     assert str(RigError("broker exited:\nlog line")) == "broker exited:\nlog line"  # a log tail stays a tail
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["/tmp/chk", "/tmp/chk/", "chk", "./chk", ".", "~/chk", "a/../b", "/", "//net/chk", "/a:b/c", "x y/"],
+)
+def test_a_plain_local_path_is_the_directory_fsspec_would_use(location: str) -> None:
+    """A plain local path is resolved without fsspec (its import is most of a local command's
+    start), to the very root fsspec's local file system makes of it."""
+    import fsspec
+
+    store = Store(location)
+    _, root = fsspec.core.url_to_fs(store.location)
+    assert (store.root, store.protocol, store.is_local, store.has_rename, store.keeps_crc) == (
+        str(root).rstrip("/") or str(root),
+        "file",
+        True,
+        True,
+        True,
+    )
+    assert store.fs.protocol == fsspec.filesystem("file").protocol  # made when asked for
