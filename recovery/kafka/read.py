@@ -36,10 +36,12 @@ Nothing is committed: the consumer uses ``assign`` (no group membership) and nev
 from __future__ import annotations
 
 import bisect
+import gc
 import operator
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
@@ -295,7 +297,8 @@ class LogReader:
         consumer, self._consumer = self._consumer or _new_consumer(self.config, self.isolation), None
         try:
             consumer.assign([self._ktp(tp, self._states[tp].position) for tp in todo])
-            yield from self._poll(consumer, deadline, keep)
+            with _fewer_collections():
+                yield from self._poll(consumer, deadline, keep)
         except KafkaException as exc:
             raise translate(exc, "reading to the end", self.config) from exc
         finally:
@@ -481,6 +484,20 @@ class LogReader:
             f"read-to-end did not reach the end within {self.deadline_s:g}s: {where}{more}. "
             "Nothing beyond what was printed was read; try again with a longer deadline (--deadline)."
         )
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Every record read is a GC-tracked ``Message`` (and a timestamp tuple) that reference counting
+    frees a moment later; at the default threshold (700 allocations) the cyclic collector passes
+    over them every poll, ~10% of a read's CPU for nothing. It runs 100x less often while reading
+    (a caller holding the chunks between polls shares that), then as before."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], 70_000), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _new_consumer(config: KafkaConfig, isolation: Isolation) -> Any:
