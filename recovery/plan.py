@@ -188,7 +188,7 @@ def _assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
 
 
 def _tp_key(tp: TopicPartition) -> tuple[str, int]:
-    return (tp.topic, tp.partition)  # compares in C; the dataclass's ``<`` runs Python
+    return (tp.topic, tp.partition)  # by topic, then partition
 
 
 def _judge(

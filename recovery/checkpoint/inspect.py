@@ -78,7 +78,6 @@ def _by_partition(item: tuple[TopicPartition, int]) -> tuple[str, int]:
 
 
 def _kafka(offsets: KafkaOffsets) -> Offsets:
-    # A key, not TopicPartition.__lt__: n key calls instead of n log n dataclass comparisons.
     return tuple(sorted(offsets.partitions, key=_by_partition))
 
 

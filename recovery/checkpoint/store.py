@@ -128,7 +128,9 @@ def protocol_of(location: str) -> str:
     """The file system ``location`` names, as ``fsspec.core.split_protocol`` reads it (``file``
     for a plain path), without importing fsspec."""
     head, sep, _ = location.partition("://")
-    return head if sep and len(head) > 1 else "file"
+    if sep and len(head) > 1:
+        return head
+    return "data" if location.startswith("data:") else "file"
 
 
 def _plain_local_root(location: str) -> str | None:
@@ -201,8 +203,8 @@ class Store:
     def modified_ms(self, rel: str) -> int | None:
         """When ``rel`` was last written (ms since the epoch), None when the store cannot say."""
         try:
-            if self.is_local:
-                return int(os.stat(self._confined(rel)).st_mtime * 1000)
+            if self.is_local:  # follows a symlink, as fsspec's modified() does
+                return int(os.stat(self.full(rel)).st_mtime * 1000)
             return int(self.fs.modified(self.full(rel)).timestamp() * 1000)
         except (NotImplementedError, OSError, KeyError, AttributeError):
             return None

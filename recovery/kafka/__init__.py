@@ -5,6 +5,7 @@
 * :mod:`~recovery.kafka.admin`: the AdminClient (IO), one shared client per config;
 * :mod:`~recovery.kafka.offsets`, :mod:`~recovery.kafka.cluster`, :mod:`~recovery.kafka.groups`,
   :mod:`~recovery.kafka.read`: what the library asks Kafka, by :class:`KafkaConfig`;
+* :mod:`~recovery.kafka.read_helper`: the helper processes a large read-to-end is shared with;
 * ``_errors`` and ``_retry`` (private): error mapping and bounded retries.
 
 Only admin, groups and read import confluent_kafka, and they do it inside functions; the names

@@ -351,8 +351,7 @@ class KafkaAdmin:
         pending = {name: set((only or {}).get(name, tps)) for name in queries}
         gone: set[TopicPartition] = set()
         # The answers name partitions by (topic, partition): map them back to the very objects
-        # asked for, so the sets and dicts below compare by identity (the dataclass's __eq__ runs
-        # Python, thousands of times per lookup otherwise).
+        # asked for, so the sets and dicts below compare by identity first (no string compare).
         asked = {(tp.topic, tp.partition): tp for tps_ in pending.values() for tp in tps_}
         for attempt in itertools.count():
             last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked)
@@ -558,7 +557,7 @@ def _gather(futures: Mapping[Any, Any], deadline: Deadline, what: str, config: K
 
 
 def tp_key(tp: TopicPartition) -> tuple[str, int]:
-    """Sort key of a partition (a tuple compares in C; the dataclass's ``<`` runs Python)."""
+    """Sort key of a partition: by topic, then partition."""
     return (tp.topic, tp.partition)
 
 

@@ -88,7 +88,7 @@ def _lookup(
 
 
 def _tp_key(tp: TopicPartition) -> tuple[str, int]:
-    return (tp.topic, tp.partition)  # sorts in C, unlike the dataclass's Python-level ``<``
+    return (tp.topic, tp.partition)  # by topic, then partition
 
 
 def offset_rows(

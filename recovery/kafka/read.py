@@ -9,7 +9,10 @@ Steps, as ``KafkaBasedLog.readToLogEnd`` does them:
 3. consume until every partition's position is ≥ its snapshot end, then stop.
 
 Speed: one consumer is assigned every partition (librdkafka fetches them together, one Fetch
-request per broker, and prefetches while we work); records are taken in batches
+request per broker, and prefetches while we work); a large read for the summary alone is shared
+with helper processes (:mod:`recovery.kafka.read_helper`), a group of partitions each, since
+turning fetched records into Python objects is the cost and one interpreter does it on one core;
+records are taken in batches
 (``Consumer.consume(num_messages=…)``) and handled per run of one partition with C-level
 ``map`` calls, so no Python object is made per record unless asked: :meth:`LogReader.run` keeps
 only the summary, :meth:`LogReader.chunks` hands over :class:`~recovery.kafka.values.RecordChunk`
@@ -37,14 +40,16 @@ from __future__ import annotations
 
 import bisect
 import gc
+import logging
 import operator
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable, TopicNotFound
 from recovery.kafka._errors import error_code, is_transient, scrub, translate
@@ -62,6 +67,9 @@ from recovery.kafka.values import (
     RecordChunk,
 )
 from recovery.model import Isolation, NoMatch, OffsetRange, TopicPartition, TopicSelection
+
+if TYPE_CHECKING:
+    from recovery.kafka.read_helper import Helper
 
 __all__ = [
     "ConsumedRecord",
@@ -90,11 +98,13 @@ _WAIT_NEAR_END_S = 0.05
 # Seconds between two progress reports (the bar redraws at most that often).
 _PROGRESS_EVERY_S = 0.2
 
+log = logging.getLogger(__name__)
+
 _TS_VALUE = operator.itemgetter(1)  # Message.timestamp() -> (type, ms): the ms (-1 when none)
 
 
 @dataclass
-class _State:
+class ReadState:
     """Mutable progress of one partition (counted per run of records, kept out of the frozen value)."""
 
     tp: TopicPartition
@@ -124,6 +134,35 @@ class _State:
     def freeze(self) -> PartitionRead:
         return PartitionRead(
             self.tp, self.start, self.end, self.records, self.min_ts, self.max_ts, tuple(self.gaps)
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """For a helper process (:mod:`recovery.kafka.read_helper`) and back (:meth:`from_json`)."""
+        return {
+            "topic": self.tp.topic,
+            "partition": self.tp.partition,
+            "start": self.start,
+            "end": self.end,
+            "position": self.position,
+            "done": self.done,
+            "records": self.records,
+            "min_ts": self.min_ts,
+            "max_ts": self.max_ts,
+            "gaps": [[gap.start, gap.end] for gap in self.gaps],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReadState:
+        return cls(
+            TopicPartition(str(data["topic"]), int(data["partition"])),
+            int(data["start"]),
+            int(data["end"]),
+            int(data["position"]),
+            done=bool(data["done"]),
+            records=int(data["records"]),
+            min_ts=data["min_ts"],
+            max_ts=data["max_ts"],
+            gaps=[OffsetRange(int(lo), int(hi)) for lo, hi in data["gaps"]],
         )
 
 
@@ -156,6 +195,7 @@ class LogReader:
         deadline_s: float | None = None,
         batch_size: int = 1000,
         progress: Progress | None = None,
+        processes: int | None = None,
     ) -> None:
         self.config = config
         self.starts = dict(sorted(starts.items()))
@@ -163,8 +203,11 @@ class LogReader:
         self.deadline_s = config.timeout_s if deadline_s is None else deadline_s
         self.batch_size = batch_size
         self.progress = progress
-        self._states: dict[TopicPartition, _State] = {}
-        self._admin = admin_for(config)
+        # Processes sharing a read for the summary alone (:meth:`run`); None: as many as it is worth.
+        self.processes = processes
+        self._states: dict[TopicPartition, ReadState] = {}
+        self._helpers: list[Helper] = []  # one per group of partitions read by another process
+        self._deadline_at: float | None = None  # time.monotonic() deadline of a helper's share
         self._finished = False
         # The snapshot, when it was already read (from_selection): not asked for again.
         self._ranges: Mapping[TopicPartition, PartitionOffsets | MissingPartition] | None = None
@@ -183,6 +226,7 @@ class LogReader:
         deadline_s: float | None = None,
         batch_size: int = 1000,
         progress: Progress | None = None,
+        processes: int | None = None,
     ) -> LogReader:
         """A reader of every partition ``selection`` names, from ``start``: ``earliest`` the log start,
         ``latest`` the end, a time the first record at or after it (the end when there is none).
@@ -206,13 +250,50 @@ class LogReader:
             for tp, row in rows.items()
         }
         reader = cls(
-            config, starts, isolation, deadline_s=deadline_s, batch_size=batch_size, progress=progress
+            config,
+            starts,
+            isolation,
+            deadline_s=deadline_s,
+            batch_size=batch_size,
+            progress=progress,
+            processes=processes,
         )
         reader._ranges = {
             tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()
         }
         reader._consumer = consumer
         return reader
+
+    @classmethod
+    def share(
+        cls,
+        config: KafkaConfig,
+        states: list[ReadState],
+        isolation: Isolation,
+        *,
+        deadline_s: float,
+        deadline_at: float,
+        progress: Progress | None = None,
+    ) -> LogReader:
+        """A reader of a helper process's share: ``states`` as the parent's snapshot left them
+        (no snapshot of its own), read in this process alone, until the parent's deadline
+        (``deadline_at``, ``time.monotonic()``; ``deadline_s`` as the user gave it, for messages)."""
+        reader = cls(
+            config,
+            {state.tp: state.position for state in states},
+            isolation,
+            deadline_s=deadline_s,
+            progress=progress,
+            processes=1,
+        )
+        reader._states = {state.tp: state for state in states}
+        reader._deadline_at = deadline_at
+        return reader
+
+    @property
+    def states(self) -> list[ReadState]:
+        """Each partition's progress (a helper process sends them back to its parent)."""
+        return list(self._states.values())
 
     @property
     def summary(self) -> dict[TopicPartition, PartitionRead]:
@@ -228,14 +309,17 @@ class LogReader:
         return sum(s.end - s.start for s in self._states.values())
 
     def _covered(self) -> int:
-        return sum(min(s.position, s.end) - s.start for s in self._states.values())
+        elsewhere = {tp for helper in self._helpers for tp in helper.partitions}
+        own = sum(min(s.position, s.end) - s.start for tp, s in self._states.items() if tp not in elsewhere)
+        return own + sum(helper.covered for helper in self._helpers)
 
     # -- the three ways to read ---------------------------------------------------------------------
 
     def run(self) -> ReadSummary:
         """Read to the end keeping nothing but the summary; return it."""
-        for _ in self._read(keep=False):
-            pass
+        with _fewer_collections():
+            for _ in self._read(keep=False):
+                pass
         return self.result()
 
     def chunks(self) -> Iterator[tuple[RecordChunk, ...]]:
@@ -250,9 +334,11 @@ class LogReader:
     # -- reading ------------------------------------------------------------------------------------
 
     def _snapshot(self) -> None:
+        if self._states:  # a helper's share (LogReader.share): the parent took the snapshot
+            return
         ranges = self._ranges
         if ranges is None:
-            ranges = self._admin.offset_ranges(self.starts, self.isolation)
+            ranges = admin_for(self.config).offset_ranges(self.starts, self.isolation)
         missing = [r for r in ranges.values() if isinstance(r, MissingPartition)]
         if missing:
             named = ", ".join(f"{m.tp} ({m.reason.value})" for m in missing[:5])
@@ -267,7 +353,7 @@ class LogReader:
                 gaps.append(OffsetRange(start, offsets.log_start))
                 start = offsets.log_start
             end = max(offsets.end, start)
-            self._states[tp] = _State(tp, start, end, start, done=start >= offsets.end, gaps=gaps)
+            self._states[tp] = ReadState(tp, start, end, start, done=start >= offsets.end, gaps=gaps)
 
     def close(self) -> None:
         """Close the consumer opened ahead of the read, if the read never ran (it closes its own)."""
@@ -282,6 +368,8 @@ class LogReader:
             raise RuntimeError("a LogReader reads once; make a new one")
         self._finished = True
         deadline = Deadline(self.deadline_s)
+        if self._deadline_at is not None:  # a helper's share: the parent's deadline, to the instant
+            deadline.at = self._deadline_at
         try:
             self._snapshot()
         except BaseException:
@@ -296,13 +384,43 @@ class LogReader:
         self._one_topic = next(iter(topics)) if len(topics) == 1 else None
         consumer, self._consumer = self._consumer or _new_consumer(self.config, self.isolation), None
         try:
-            consumer.assign([self._ktp(tp, self._states[tp].position) for tp in todo])
-            with _fewer_collections():
-                yield from self._poll(consumer, deadline, keep)
+            own = todo if keep else self._share_out(todo, deadline)
+            consumer.assign([self._ktp(tp, self._states[tp].position) for tp in own])
+            yield from self._poll(consumer, deadline, keep, own)
+            for helper in self._helpers:
+                self._states.update(helper.finish(deadline, self._report))
+            self._report(force=True)
         except KafkaException as exc:
             raise translate(exc, "reading to the end", self.config) from exc
         finally:
+            for helper in self._helpers:
+                helper.stop()
             consumer.close()
+
+    def _share_out(self, todo: list[TopicPartition], deadline: Deadline) -> list[TopicPartition]:
+        """Start a helper process for each group of partitions but the first, which this process
+        reads itself (the largest: the helpers first pay an interpreter's start); returns it."""
+        from recovery.kafka import read_helper
+
+        left = {tp: self._states[tp].end - self._states[tp].position for tp in todo}
+        if self.processes is None:
+            groups = read_helper.worth_sharing(left)
+        else:
+            groups = read_helper.groups(left, self.processes)
+        try:
+            for group in groups[1:]:
+                states = [self._states[tp] for tp in group]
+                progress = self.progress is not None
+                self._helpers.append(
+                    read_helper.Helper.start(self.config, self.isolation, states, deadline, progress=progress)
+                )
+        except (OSError, ValueError) as exc:  # no process could be started: this one reads everything
+            log.warning("reading in one process: a helper process could not be started (%s)", exc)
+            for helper in self._helpers:
+                helper.stop()
+            self._helpers = []
+            return todo
+        return groups[0]
 
     def _ktp(self, tp: TopicPartition, offset: int) -> Any:
         from confluent_kafka import TopicPartition as KafkaTP
@@ -317,8 +435,10 @@ class LogReader:
             self._reported_at = now
             self.progress(self._covered(), self.total_offsets)
 
-    def _poll(self, consumer: Any, deadline: Deadline, keep: bool) -> Iterator[tuple[RecordChunk, ...]]:
-        pending = [s for s in self._states.values() if not s.done]
+    def _poll(
+        self, consumer: Any, deadline: Deadline, keep: bool, own: list[TopicPartition]
+    ) -> Iterator[tuple[RecordChunk, ...]]:
+        pending = [self._states[tp] for tp in own if not self._states[tp].done]
         while pending:
             if deadline.expired():
                 raise self._timed_out([s.tp for s in pending])
@@ -330,6 +450,8 @@ class LogReader:
             left = sum(s.end - s.position for s in pending)
             wanted = max(1, min(self.batch_size, left))
             wait = _WAIT_S if wanted == self.batch_size else _WAIT_NEAR_END_S
+            for helper in self._helpers:
+                helper.check()  # a helper's error ends the read now, not after this group
             messages = consumer.consume(wanted, timeout=min(wait, max(0.01, deadline.remaining())))
             chunks, events = self._take(consumer, messages, keep)
             for event in events:
@@ -337,7 +459,7 @@ class LogReader:
             if len(messages) < wanted:
                 # Caught up with what librdkafka prefetched: the position may have moved past
                 # records never delivered (control records, aborted transactions).
-                self._check_positions(consumer)
+                self._check_positions(consumer, pending)
             pending = [s for s in pending if not s.done]
             self._report(force=not pending)
             if chunks:
@@ -414,8 +536,8 @@ class LogReader:
         keys = list(zip(map(Message.topic, messages), partitions, strict=True))
         return [(key, len(list(run))) for key, run in groupby(keys)]
 
-    def _check_positions(self, consumer: Any) -> None:
-        pending = [tp for tp, s in self._states.items() if not s.done]
+    def _check_positions(self, consumer: Any, states: list[ReadState]) -> None:
+        pending = [s.tp for s in states if not s.done]
         if not pending:
             return
         for ktp in consumer.position([self._ktp(tp, -1) for tp in pending]):
@@ -426,7 +548,7 @@ class LogReader:
             if state.position >= state.end:
                 self._finish(consumer, state)
 
-    def _finish(self, consumer: Any, state: _State) -> None:
+    def _finish(self, consumer: Any, state: ReadState) -> None:
         state.done = True
         consumer.pause([self._ktp(state.tp, -1)])
 
@@ -452,11 +574,11 @@ class LogReader:
             return  # librdkafka retries the fetch itself; the deadline bounds it
         raise KafkaError(f"reading {tp}: {error_code(exc)}: {error.str()}")
 
-    def _skip_deleted(self, consumer: Any, state: _State, failed_at: int, deadline: Deadline) -> None:
+    def _skip_deleted(self, consumer: Any, state: ReadState, failed_at: int, deadline: Deadline) -> None:
         """OUT_OF_RANGE below the log start: continue at the new log start and record the gap."""
         tp = state.tp
         at = failed_at if failed_at >= 0 else state.position
-        current = self._admin.offset_ranges([tp], self.isolation)[tp]
+        current = admin_for(self.config).offset_ranges([tp], self.isolation)[tp]
         if isinstance(current, MissingPartition):
             raise TopicNotFound(f"{tp} disappeared while it was read ({current.reason.value})")
         new_start = current.log_start
@@ -486,18 +608,32 @@ class LogReader:
         )
 
 
+_gc_lock = threading.Lock()
+_gc_readers = 0
+_gc_before: tuple[int, ...] = ()
+
+
 @contextmanager
 def _fewer_collections() -> Iterator[None]:
     """Every record read is a GC-tracked ``Message`` (and a timestamp tuple) that reference counting
     frees a moment later; at the default threshold (700 allocations) the cyclic collector passes
-    over them every poll, ~10% of a read's CPU for nothing. It runs 100x less often while reading
-    (a caller holding the chunks between polls shares that), then as before."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], 70_000), *before[1:])
+    over them every poll, ~10% of a read's CPU for nothing. While :meth:`LogReader.run` reads (no
+    caller holds anything between polls) it runs 100x less often; the first of overlapping reads
+    raises the threshold, the last puts it back; a collector switched off stays off."""
+    global _gc_readers, _gc_before
+    with _gc_lock:
+        _gc_readers += 1
+        if _gc_readers == 1:
+            _gc_before = gc.get_threshold()
+            if _gc_before[0]:  # 0: automatic collection is off, and stays off
+                gc.set_threshold(max(_gc_before[0], 70_000), *_gc_before[1:])
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _gc_lock:
+            _gc_readers -= 1
+            if _gc_readers == 0:
+                gc.set_threshold(*_gc_before)
 
 
 def _new_consumer(config: KafkaConfig, isolation: Isolation) -> Any:

@@ -43,6 +43,7 @@ def test_public_names_are_exported() -> None:
         "logdirs",
         "offsets",
         "read",
+        "read_helper",
         "runway",
         "selection",
         "specs",

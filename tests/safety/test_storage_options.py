@@ -180,3 +180,14 @@ def test_a_plain_local_path_is_the_directory_fsspec_would_use(location: str) -> 
         True,
     )
     assert store.fs.protocol == fsspec.filesystem("file").protocol  # made when asked for
+
+
+def test_the_last_write_time_of_a_local_file_follows_a_symlink_as_fsspec_does(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.write_text("v1")
+    os.utime(outside, (1_700_000_000, 1_700_000_000))
+    (tmp_path / "chk" / "offsets").mkdir(parents=True)
+    (tmp_path / "chk" / "offsets" / "1").symlink_to(outside)
+    store = Store(str(tmp_path / "chk"))
+    assert store.modified_ms("offsets/1") == 1_700_000_000_000
+    assert store.modified_ms("offsets/2") is None
