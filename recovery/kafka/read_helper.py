@@ -61,12 +61,15 @@ def worth_sharing(left: Mapping[TopicPartition, int]) -> list[list[TopicPartitio
 def groups(left: Mapping[TopicPartition, int], processes: int) -> list[list[TopicPartition]]:
     """``left``'s partitions in ``processes`` groups of about equal offsets (largest first, each to
     the lightest group), the heaviest group first; empty groups are dropped."""
-    shares: list[tuple[int, list[TopicPartition]]] = [(0, []) for _ in range(max(1, processes))]
+    count = max(1, processes)
+    loads: list[int] = [0] * count
+    members: list[list[TopicPartition]] = [[] for _ in range(count)]
     for tp in sorted(left, key=lambda tp: (-left[tp], tp)):
-        load, members = min(shares, key=lambda share: share[0])
-        shares[shares.index((load, members))] = (load + left[tp], [*members, tp])
-    ordered = sorted((share for share in shares if share[1]), key=lambda share: -share[0])
-    return [sorted(members) for _, members in ordered]
+        lightest = min(range(count), key=loads.__getitem__)
+        loads[lightest] += left[tp]
+        members[lightest].append(tp)
+    heaviest_first = sorted((i for i in range(count) if members[i]), key=lambda i: -loads[i])
+    return [sorted(members[i]) for i in heaviest_first]
 
 
 class Helper:
