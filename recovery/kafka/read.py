@@ -389,7 +389,8 @@ class LogReader:
             yield from self._poll(consumer, deadline, keep, own)
             for helper in self._helpers:
                 self._states.update(helper.finish(deadline, self._report))
-            self._report(force=True)
+            if self._helpers:
+                self._report(force=True)  # _poll's last report was of this process's group
         except KafkaException as exc:
             raise translate(exc, "reading to the end", self.config) from exc
         finally:

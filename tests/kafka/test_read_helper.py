@@ -27,6 +27,12 @@ def tps(topic: str, n: int) -> list[TopicPartition]:
     return [TopicPartition(topic, p) for p in range(n)]
 
 
+def waiting_helper(config: KafkaConfig, topic: str, deadline: Deadline) -> Helper:
+    """A helper reading [0] of an empty ``topic`` up to an end of 5, which never comes."""
+    waiting = [ReadState(TopicPartition(topic, 0), 0, 5, 0)]
+    return Helper.start(config, Isolation.READ_UNCOMMITTED, waiting, deadline, progress=False)
+
+
 # -- the split (pure) -----------------------------------------------------------------------------
 
 
@@ -139,13 +145,7 @@ def test_a_helpers_error_is_raised_by_the_parent_as_the_same_error(
     kafka: KafkaConfig, new_topic: Callable[..., str]
 ) -> None:
     topic = new_topic(partitions=1)  # empty: an end of 5 is never reached
-    helper = Helper.start(
-        kafka,
-        Isolation.READ_UNCOMMITTED,
-        [ReadState(TopicPartition(topic, 0), 0, 5, 0)],
-        Deadline(1.0),
-        progress=False,
-    )
+    helper = waiting_helper(kafka, topic, Deadline(1.0))
     try:
         with pytest.raises(KafkaUnavailable, match=r"did not reach the end within 1s: .* at 0 of 5"):
             helper.finish(Deadline(20), lambda: None)
@@ -160,13 +160,7 @@ def test_a_helper_ends_when_its_parent_goes_and_no_secret_is_in_its_argv_or_envi
     topic = new_topic(partitions=1)
     secret = "hunter2-not-in-argv"
     config = KafkaConfig(bootstrap, {"ssl.key.password": secret}, timeout_s=20)
-    helper = Helper.start(
-        config,
-        Isolation.READ_UNCOMMITTED,
-        [ReadState(TopicPartition(topic, 0), 0, 5, 0)],
-        Deadline(60.0),
-        progress=False,
-    )
+    helper = waiting_helper(config, topic, Deadline(60.0))
     try:
         proc = Path(f"/proc/{helper.process.pid}")
         assert secret.encode() not in (proc / "cmdline").read_bytes()
@@ -183,8 +177,7 @@ def test_a_helper_that_dies_without_answering_is_an_error_and_the_progress_adds_
     kafka: KafkaConfig, new_topic: Callable[..., str], produce: Callable[..., int]
 ) -> None:
     topic = new_topic(partitions=1)  # empty: the helper waits for records that never come
-    waiting = [ReadState(TopicPartition(topic, 0), 0, 5, 0)]
-    helper = Helper.start(kafka, Isolation.READ_UNCOMMITTED, waiting, Deadline(60.0), progress=False)
+    helper = waiting_helper(kafka, topic, Deadline(60.0))
     try:
         helper.process.kill()
         with pytest.raises(KafkaError, match="ended without an answer"):
