@@ -82,7 +82,9 @@ def apply(
     own listing of ``_recovery/`` (:meth:`~recovery.checkpoint.reader.Checkpoint.still_current`)
     instead of every file being read again; when anything differs or cannot be proven, and always
     on local paths, the checkpoint is read again, as without it. Either way the re-plan, the in-use
-    check and every refusal above run under the lock.
+    check and every refusal above run under the lock. Its listing of ``_recovery/``, when it shows
+    no intent record, also stands in for reading that record before the lock's own is created
+    (``none_listed`` of :func:`~recovery.checkpoint.checkpoint_lock`): pass a handle read just now.
 
     Example: ``apply(plan_repair("/chk", kafka), kafka).backup.id``
     """
@@ -176,12 +178,20 @@ def _announced_backup(
         return {}
     root = backup_root(chk.store, backup_dir, storage_options)
     files = (*dict.fromkeys(str(c.file) for c in plan.changes), TOPIC_IDS_FILE)
+    listed = chk.store.listing(RECOVERY_DIR)
     # The plan's listing of _recovery/ shows no backups/ yet: no set there to avoid, so no LIST of
     # it (the id is the time to the microsecond; a set made since shows in the lock's listing,
     # which must equal the plan's for the plan's reads to be used).
-    listed = chk.store.listing(RECOVERY_DIR) if backup_dir is None else None
-    empty = listed is not None and not lists_backups(listed)
-    return {"backup_id": new_backup_id(root, known_empty=empty), "backup_root": root.location, "files": files}
+    empty = backup_dir is None and listed is not None and not lists_backups(listed)
+    # Nor an intent record: the lock creates its own only if there is still none, unread.
+    intent = INTENT_FILE.rpartition("/")[2]
+    none_listed = listed is not None and all(e.name != intent for e in listed)
+    return {
+        "backup_id": new_backup_id(root, known_empty=empty),
+        "backup_root": root.location,
+        "files": files,
+        "none_listed": none_listed,
+    }
 
 
 def refuse_sink_skip(

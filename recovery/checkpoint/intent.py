@@ -6,8 +6,10 @@ Every command that writes into a checkpoint (repair, Delta source repair, restor
 * **One writer at a time.** On a local file system the lock is an exclusive ``flock`` on the
   checkpoint directory (released by the kernel when the process dies). A second writer gets
   :class:`~recovery.errors.StateError` (exit 1) naming the holder: command, host, pid, start time.
-  Object stores have no locks: there the intent record alone is checked (best effort: two writers
-  starting within the same second can both pass).
+  Object stores have no locks: there the intent record is the lock. On S3 it is created with a
+  conditional PUT (``If-None-Match: *``), so of two writers one gets it; elsewhere, and on an
+  S3-compatible server that ignores the condition, it is best effort (two writers starting within
+  a few tens of milliseconds can both pass).
 * **An intent record before the first change.** ``_recovery/intent.json`` says which command, which
   process, which backup set holds the originals, and whether writing has begun (``phase``). It is
   removed when the command finished or rolled itself back. If it is still there, the command was
@@ -40,6 +42,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from recovery.checkpoint.store import Entry, Store
@@ -147,11 +150,21 @@ class Lock:
         backup_id: str | None = None,
         backup_root: str | None = None,
         files: tuple[str, ...] = (),
-    ) -> None:
-        """Write the intent record (atomically) before the step it announces."""
-        self.intent = Intent(self.token, self.holder, phase, backup_id, backup_root, files)
-        self._written = _intent_json(self.intent).encode("utf-8")
-        self.store.write_atomic(INTENT_FILE, self._written)
+        exclusive: bool = False,
+    ) -> bool | None:
+        """Write the intent record (atomically) before the step it announces. ``exclusive``: only
+        if there is none, in one request (:meth:`~recovery.checkpoint.store.Store.create`): False
+        when there is one, None when the store has no such request (nothing written either way)."""
+        intent = Intent(self.token, self.holder, phase, backup_id, backup_root, files)
+        written = _intent_json(intent).encode("utf-8")
+        if exclusive:
+            made = self.store.create(INTENT_FILE, written)
+            if not made:
+                return made
+        else:
+            self.store.write_atomic(INTENT_FILE, written)
+        self.intent, self._written = intent, written
+        return True
 
     def announces(self, backup_id: str | None, backup_root: str | None, files: tuple[str, ...]) -> bool:
         """Whether the record already says phase ``backup`` with this backup set and these files
@@ -363,6 +376,7 @@ def checkpoint_lock(
     backup_id: str | None = None,
     backup_root: str | None = None,
     files: tuple[str, ...] = (),
+    none_listed: bool = False,
 ) -> Iterator[Lock]:
     """Hold the checkpoint's write lock; first roll back a command that was interrupted (its process
     is gone). Raises StateError (exit 1) when another live command holds it, or when the holder runs
@@ -372,6 +386,13 @@ def checkpoint_lock(
     knows its backup set already passes ``backup_id``, ``backup_root`` and ``files`` so that this
     first record is the one :func:`~recovery.checkpoint.rewrite.apply_rewrite` would write next (one
     PUT fewer). They are ignored when the lock is already held or is a ``flock``.
+
+    ``none_listed``: the caller listed ``_recovery/`` of this object store moments ago and saw no
+    intent record. The record is then created only if there is still none (S3's conditional PUT)
+    instead of being read first (one GET fewer); when one has appeared, or the store has no
+    conditional PUT, it is read and handled as always. On an S3-compatible server that ignores the
+    condition, a record written since that listing (a writer that started meanwhile) is overwritten;
+    the check that follows the write still refuses when that writer's record replaced ours.
 
     Example::
 
@@ -400,12 +421,33 @@ def checkpoint_lock(
     try:
         if fd is not None:
             store.remove_temp_files(INTENT_FILE)  # left by a process killed while writing its record
-        lock.recovered = _take_over_leftover(store, take_over=take_over, flocked=fd is not None)
+        conditional = fd is None
+
+        def create() -> bool:
+            """Our record, on an object store (there it is the lock): created only if there is none
+            where the store can make sure (S3's conditional PUT), else written."""
+            nonlocal conditional
+            announce = partial(
+                lock.record, Phase.BACKUP, backup_id=backup_id, backup_root=backup_root, files=files
+            )
+            if conditional:
+                made = announce(exclusive=True)
+                if made is not None:
+                    return made
+                conditional = False  # no conditional PUT here: a plain write, as before
+            announce()
+            return True
+
+        created = fd is None and none_listed and create()
+        if not created:
+            lock.recovered = _take_over_leftover(store, take_over=take_over, flocked=fd is not None)
         with _held_guard:
             _held[key] = lock
         try:
             if fd is None:  # object store: announce ourselves and check nobody else did meanwhile
-                lock.record(Phase.BACKUP, backup_id=backup_id, backup_root=backup_root, files=files)
+                if not created and not create():
+                    # There was no record when we read it; a writer that started since wrote one.
+                    raise _busy(store, _safe_read_intent(store))
                 time.sleep(0.05)
                 _check_record_is_ours(store, lock)
             try:

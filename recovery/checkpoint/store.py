@@ -467,6 +467,29 @@ class Store:
             self.fs.pipe_file(path, data)
             self.fs.invalidate_cache(path.rpartition("/")[0])
 
+    def create(self, rel: str, data: bytes) -> bool | None:
+        """Write ``rel`` only if nothing has that name, in one request: S3's conditional PUT
+        (``If-None-Match: *``). True when written, False when it exists; None (nothing written)
+        where there is no such request here: another store, or an S3 server that answers
+        NotImplemented. A server that ignores the condition writes as a plain PUT would."""
+        if self.protocol not in ("s3", "s3a"):
+            return None
+        fault_point(f"write {self.display(rel)}")
+        path = self.full(rel)
+        with self._errors(rel):
+            try:
+                self.fs.pipe_file(path, data, mode="create")
+            except OSError as exc:
+                cause = getattr(getattr(exc, "__cause__", None), "response", None) or {}
+                code = cause.get("Error", {}).get("Code")
+                if isinstance(exc, FileExistsError) or code == "PreconditionFailed":
+                    return False
+                if code == "NotImplemented":
+                    return None
+                raise
+            self.fs.invalidate_cache(path.rpartition("/")[0])
+            return True
+
     def remove(self, rel: str) -> None:
         fault_point(f"remove {self.display(rel)}")
         path = self._confined(rel) if self.is_local else self.full(rel)
@@ -564,6 +587,12 @@ class CachedStore(Store):
     def write(self, rel: str, data: bytes) -> None:
         super().write(rel, data)
         self._remember(rel, data)
+
+    def create(self, rel: str, data: bytes) -> bool | None:
+        made = super().create(rel, data)
+        if made:
+            self._remember(rel, data)
+        return made
 
     def remove(self, rel: str) -> None:
         super().remove(rel)

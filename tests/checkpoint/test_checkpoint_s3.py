@@ -3,24 +3,38 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from chk_builder import checkpoint_files
 from click.testing import CliRunner
 
+import recovery.checkpoint.intent as intent_module
 from recovery.checkpoint import (
     CrcStatus,
     NextRun,
+    checkpoint_lock,
     list_backups,
     open_checkpoint,
     restore_backup,
     rewrite_offsets,
 )
+from recovery.checkpoint.intent import (
+    INTENT_FILE,
+    Intent,
+    Phase,
+    _intent_json,
+    current_holder,
+    read_intent,
+)
+from recovery.checkpoint.store import Store
 from recovery.cli import cli
-from recovery.errors import CheckpointFormatError, StorageError
+from recovery.errors import CheckpointFormatError, StateError, StorageError
 from recovery.model import TopicPartition
 
 ORDERS_1 = TopicPartition("orders", 1)
@@ -111,3 +125,77 @@ def test_unreachable_store_is_a_storage_error(s3_endpoint: str) -> None:
     message = str(raised.value)
     assert message.startswith("s3://nowhere/chk/metadata: EndpointConnectionError: Could not connect")
     assert raised.value.exit_code == 3
+
+
+# -- the lock on S3: its record is created with a conditional PUT ---------------------------------
+
+
+def _foreign_record(store: Store, *, alive: bool) -> bytes:
+    """Write another writer's intent record (phase backup: no file changed yet): this process's
+    holder (alive), or one whose process is gone (dead: a pid that has exited, a start time no
+    process has)."""
+    holder = current_holder("repair --execute")
+    if not alive:
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        holder = replace(holder, pid=gone.pid, proc_start="1")  # "1": not even a reused pid's
+    data = _intent_json(Intent("theirs", holder, Phase.BACKUP)).encode()
+    store.write_atomic(INTENT_FILE, data)
+    return data
+
+
+def test_create_writes_only_when_nothing_has_the_name(
+    s3: tuple[Any, str, dict[str, str]], tmp_path: Path
+) -> None:
+    fs, url, options = s3
+    store = Store(url, options)
+    assert store.create("_recovery/x.json", b"one") is True
+    assert store.create("_recovery/x.json", b"two") is False
+    assert fs.cat_file(f"{url}/_recovery/x.json") == b"one"
+    # No conditional write on a local file system (its lock is a flock): nothing written.
+    assert Store(str(tmp_path)).create("x", b"one") is None and not (tmp_path / "x").exists()
+
+
+def test_a_record_written_since_the_callers_listing_is_read_not_overwritten(
+    s3: tuple[Any, str, dict[str, str]],
+) -> None:
+    """``none_listed``: the caller saw no record; one written since is a live writer's (refused, its
+    record left as it is) or a dead one's (rolled back first, as always)."""
+    _, url, options = s3
+    store = Store(url, options)
+    theirs = _foreign_record(store, alive=True)
+    with (
+        pytest.raises(StateError, match="is writing this checkpoint"),
+        checkpoint_lock(url, options, command="test", none_listed=True),
+    ):
+        pass
+    assert store.read(INTENT_FILE) == theirs
+
+    _foreign_record(store, alive=False)
+    with checkpoint_lock(url, options, command="test", none_listed=True) as lock:
+        assert lock.recovered is not None and lock.recovered.intent.token == "theirs"
+        assert read_intent(store).token == lock.token  # type: ignore[union-attr]
+    assert store.read(INTENT_FILE) is None
+
+
+def test_a_record_written_between_the_read_and_the_write_refuses(
+    s3: tuple[Any, str, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual way (the record read first, none there): a writer that starts between that read and
+    our write keeps the lock, because our record is only created if there is none."""
+    _, url, options = s3
+    store = Store(url, options)
+    read_then_race = intent_module._take_over_leftover
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        found = read_then_race(*args, **kwargs)
+        racing.theirs = _foreign_record(store, alive=True)  # type: ignore[attr-defined]
+        return found
+
+    monkeypatch.setattr(intent_module, "_take_over_leftover", racing)
+    with (
+        pytest.raises(StateError, match="is writing this checkpoint"),
+        checkpoint_lock(url, options, command="test"),
+    ):
+        pass
+    assert store.read(INTENT_FILE) == racing.theirs  # type: ignore[attr-defined]

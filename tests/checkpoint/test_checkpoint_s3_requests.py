@@ -4,7 +4,7 @@ line per request it answered), on a checkpoint with 1,000 retained batches.
 
 Budgets (issue 11): show and validate <= 3 LIST and <= 6 GET/HEAD whatever the number of retained
 batches up to 1,000; repair --execute <= 15 requests plus one PUT per changed file and per backup
-file (a DELETE counts too): 17 here, see the test. Needs the broker (validate, repair): run through
+file (a DELETE counts too): 15 here, see the test. Needs the broker (validate, repair): run through
 the rig semaphore."""
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 from chk_builder import checkpoint_files
 
+from recovery.checkpoint.intent import INTENT_FILE
 from recovery.cli import main
+from recovery.topic_ids import TOPIC_IDS_FILE
 
 BATCHES = 1000
 # werkzeug's request log line: "GET /bucket/key?query HTTP/1.1" 200 -  (maybe inside colour codes,
@@ -110,14 +112,17 @@ def test_repair_execute_writes_each_changed_file_once(
     s3_big: tuple[str, str, RequestLog], bootstrap: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One PUT per changed file and per backup file, nothing else written to the checkpoint's own
-    files, and 17 other requests (issue 11 asks 15). The plan reads the checkpoint before any lock,
-    so a refused plan or a mistyped --topic writes nothing (metadata, LIST offsets/ commits/
-    _recovery/, offsets/998 and 999, commits/999, sources/0/0); the lock (GET of the intent record,
-    a 404; its PUT, naming the backup set; one LIST of _recovery/ that proves the record ours); the
-    plan's reads proven current under it (one LIST of offsets/ and of commits/, ETags = MD5 of the
-    bytes read); the intent record's second phase, the topic-id record, last-write.json and the
-    DELETE of the intent record. Taking the lock before planning saves the two LISTs but writes
-    the intent record even for a plan that is then refused."""
+    files, and 15 other requests (issue 11's budget). The changed files are ``offsets/999`` and the
+    topic-id record: the intent record names both and the backup set keeps both (the record's
+    absence, here), so a restore puts both back.
+
+    The 15: the plan reads the checkpoint before any lock, so a refused plan or a mistyped --topic
+    writes nothing (GET metadata, LIST offsets/ commits/ _recovery/, GET offsets/998 and 999,
+    commits/999, sources/0/0); the lock (the intent record's conditional PUT, naming the backup
+    set: the plan's listing showed none, so it is not read first; one LIST of _recovery/ that
+    proves the record ours); the plan's reads proven current under it (one LIST of offsets/ and of
+    commits/, ETags = MD5 of the bytes read); the intent record's second phase, last-write.json
+    and the DELETE of the intent record."""
     url, option, log = s3_big
     log.take()
     argv = ("repair", url, "-b", bootstrap, "--storage-option", option, "--active-within", "0")
@@ -130,11 +135,14 @@ def test_repair_execute_writes_each_changed_file_once(
     puts = [target for kind, target in requests if kind == "PUT"]
     prefix = f"/{url.removeprefix('s3://')}"
     assert [p for p in puts if "/_recovery/" not in p] == [f"{prefix}/offsets/{BATCHES - 1}"]
+    changed = [p for p in puts if p in (f"{prefix}/offsets/{BATCHES - 1}", f"{prefix}/{TOPIC_IDS_FILE}")]
+    assert len(changed) == 2, puts
+    assert [r for r in requests if r[0] == "GET" and r[1].endswith(INTENT_FILE)] == []  # not read first
     backup = sorted(
         p.removeprefix(f"{prefix}/_recovery/backups/{body['backup_id']}/") for p in puts if "/backups/" in p
     )
     assert backup == [f"files/offsets/{BATCHES - 1}", "manifest.json"]
     assert not [r for r in requests if r[0] == "POST"]  # no copies, no multi-part uploads
-    others = sum(counts.values()) - 1 - len(backup)
+    others = sum(counts.values()) - len(changed) - len(backup)
     print(f"repair --execute on S3: {dict(counts)}; besides the changed and backup files: {others}")
-    assert others <= 17, (dict(counts), requests)
+    assert others <= 15, (dict(counts), requests)
