@@ -114,6 +114,41 @@ def test_a_batch_file_rewritten_between_plan_and_apply_is_read_again(
     assert fs.cat_file(f"{url}/offsets/2") == batch(topic, 0)
 
 
+def test_a_batch_file_whose_etag_is_no_md5_is_read_again(
+    s3_chk: tuple[Any, str, dict[str, str], str], bootstrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object uploaded in parts has an ETag that is no MD5 of its bytes ("<md5 of md5s>-1"): the
+    listing cannot prove the plan's read current, so the checkpoint is read again under the lock."""
+    import boto3
+
+    fs, url, options, topic = s3_chk
+    bucket, key = url.removeprefix("s3://").split("/", 1)
+    client, where = boto3.client("s3", endpoint_url=options["endpoint_url"]), f"{key}/offsets/2"
+    upload = client.create_multipart_upload(Bucket=bucket, Key=where)["UploadId"]
+    part = client.upload_part(Bucket=bucket, Key=where, PartNumber=1, UploadId=upload, Body=batch(topic, 30))
+    client.complete_multipart_upload(
+        Bucket=bucket,
+        Key=where,
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]},
+    )
+    assert fs.info(f"{url}/offsets/2")["ETag"].strip('"').endswith("-1")  # no MD5 of the content
+    kafka = KafkaConfig(bootstrap)
+    plan, chk = planned(url, options, kafka)
+    reads: list[str] = []
+
+    def counted(location: str, *args: Any) -> Any:
+        reads.append(location)
+        return open_checkpoint(location, *args)
+
+    monkeypatch.setattr(apply_module, "open_checkpoint", counted)
+    applied = apply(plan, kafka, storage_options=options, active_within_s=0, checkpoint=chk)
+    assert reads == [url]  # read again, once
+    assert applied.backup is not None
+    assert fs.cat_file(f"{url}/_recovery/backups/{applied.backup.id}/files/offsets/2") == batch(topic, 30)
+    assert fs.cat_file(f"{url}/offsets/2") == batch(topic, 0)
+
+
 def test_a_backup_set_made_between_plan_and_apply_is_never_written_over(
     s3_chk: tuple[Any, str, dict[str, str], str], bootstrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
