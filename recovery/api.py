@@ -42,6 +42,7 @@ from recovery.resume import (
     checkpoint_topics,
     checkpoint_view,
     cluster_for,
+    has_delta_source,
     refuse_without_kafka_source,
     sink_facts,
 )
@@ -92,9 +93,10 @@ def validate_checkpoint(
     chk = open_checkpoint(location, storage_options)
     view, issues = checkpoint_view(chk)
     refuse_without_kafka_source(chk, view)
-    from recovery.delta.api import delta_source_issues
+    if has_delta_source(chk):  # the Delta side is loaded only for a checkpoint that has one
+        from recovery.delta.api import delta_source_issues
 
-    issues = (*issues, *delta_source_issues(chk, delta_tables, storage_options=storage_options))
+        issues = (*issues, *delta_source_issues(chk, delta_tables, storage_options=storage_options))
     view = sink_facts(view, sink, storage_options)
     cluster = cluster_for(kafka, resolve_sink(view), isolation)
     warning = _sink_warning(chk, sink, (), storage_options)

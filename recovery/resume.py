@@ -73,14 +73,19 @@ def refuse_without_kafka_source(chk: Checkpoint, view: CheckpointView) -> None:
     if view.sources:
         return
     latest = chk.latest_offsets()
-    kinds = {s.kind for s in latest.sources} if latest is not None else set()
-    if SourceKind.DELTA in kinds:
+    if has_delta_source(chk):
         raise InvalidInput(
             f"{chk.location}: no Kafka source; its sources are Delta tables: use "
             f"`stream-recovery delta-source validate {chk.location} --table TABLE`"
         )
     if latest is not None:
         raise InvalidInput(f"{chk.location}: no Kafka source in offsets/{latest.batch_id}")
+
+
+def has_delta_source(chk: Checkpoint) -> bool:
+    """Whether the checkpoint's latest batch reads a Delta table."""
+    latest = chk.latest_offsets()
+    return latest is not None and any(s.kind is SourceKind.DELTA for s in latest.sources)
 
 
 def sink_facts(view: CheckpointView, sink: str | None, storage_options: object = None) -> CheckpointView:
