@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from recovery.errors import RecoveryError
@@ -59,7 +59,12 @@ def runway_facts(
     wanted = sorted(set(positions), key=lambda item: (item[0].topic, item[0].partition, item[1]))
     if not wanted:
         return RunwayFacts({}, {}, {})
-    retention = topic_retention(kafka, {tp.topic for tp, _ in wanted})
+    # DescribeConfigs goes out first and is answered while the consumer connects and reads.
+    answer_retention = _ask_retention(kafka, {tp.topic for tp, _ in wanted})
+    # Every position is read, compacted topics' too: the age of the oldest unread record is the
+    # query's lag in time, worth showing whatever the retention.
+    stamps = record_stamps(kafka, wanted, isolation)
+    retention = answer_retention()
     sized = {
         tp
         for tp, _ in wanted
@@ -70,13 +75,19 @@ def runway_facts(
         from recovery.kafka.logdirs import partition_sizes
 
         sizes = partition_sizes(kafka, sized)
-    # Every position is read, compacted topics' too: the age of the oldest unread record is the
-    # query's lag in time, worth showing whatever the retention.
-    return RunwayFacts(retention, record_stamps(kafka, wanted, isolation), sizes)
+    return RunwayFacts(retention, stamps, sizes)
 
 
 def topic_retention(kafka: KafkaConfig, topics: Iterable[str]) -> dict[str, TopicRetention | str]:
     """Each topic's effective deletion settings, or why they could not be read."""
+    return _ask_retention(kafka, topics)()
+
+
+def _ask_retention(
+    kafka: KafkaConfig, topics: Iterable[str]
+) -> Callable[[], dict[str, TopicRetention | str]]:
+    """Send the DescribeConfigs request for ``topics``; the function returned waits for its answer:
+    :func:`topic_retention`'s."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource
 
@@ -84,28 +95,35 @@ def topic_retention(kafka: KafkaConfig, topics: Iterable[str]) -> dict[str, Topi
 
     names = sorted(set(topics))
     if not names:
-        return {}
+        return dict
     deadline = Deadline(kafka.timeout_s)
     client = admin_for(kafka).client
     resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
-    out: dict[str, TopicRetention | str] = {}
     try:
         futures = client.describe_configs(resources, request_timeout=max(1.0, deadline.remaining()))
     except (KafkaException, ValueError, TypeError) as exc:
-        return dict.fromkeys(names, f"DescribeConfigs: {scrub(str(exc), kafka)}")
-    for resource, future in futures.items():
-        try:
-            entries = future.result(timeout=deadline.remaining() + 5)
-            out[resource.name] = _retention({k: e.value for k, e in entries.items() if k in _CONFIGS})
-        except KafkaException as exc:
-            out[resource.name] = f"DescribeConfigs {error_code(exc)}"
-        except (ValueError, TypeError) as exc:
-            out[resource.name] = f"DescribeConfigs answered an unreadable value ({exc})"
-        except Exception as exc:  # a future librdkafka never completes (TimeoutError)
-            out[resource.name] = (
-                f"DescribeConfigs: no answer within {kafka.timeout_s:g}s ({type(exc).__name__})"
-            )
-    return out
+        failed: dict[str, TopicRetention | str] = dict.fromkeys(
+            names, f"DescribeConfigs: {scrub(str(exc), kafka)}"
+        )
+        return lambda: failed
+
+    def answer() -> dict[str, TopicRetention | str]:
+        out: dict[str, TopicRetention | str] = {}
+        for resource, future in futures.items():
+            try:
+                entries = future.result(timeout=deadline.remaining() + 5)
+                out[resource.name] = _retention({k: e.value for k, e in entries.items() if k in _CONFIGS})
+            except KafkaException as exc:
+                out[resource.name] = f"DescribeConfigs {error_code(exc)}"
+            except (ValueError, TypeError) as exc:
+                out[resource.name] = f"DescribeConfigs answered an unreadable value ({exc})"
+            except Exception as exc:  # a future librdkafka never completes (TimeoutError)
+                out[resource.name] = (
+                    f"DescribeConfigs: no answer within {kafka.timeout_s:g}s ({type(exc).__name__})"
+                )
+        return out
+
+    return answer
 
 
 def _retention(values: Mapping[str, str | None]) -> TopicRetention:
