@@ -170,3 +170,12 @@ def test_bad_bootstrap_servers_exit_2_at_once_without_io(
         assert (exited.value.code, out) == (2, ""), err
         assert err.startswith("Error: --bootstrap-server: ") and err.count("\n") == 1, err
         assert "hunter2" not in err
+
+
+def test_first_broker_connection_is_not_held_back_unless_asked() -> None:
+    # librdkafka waits reconnect.backoff.ms/2 before its first broker connection after the
+    # bootstrap one: our default keeps that at 10 ms; an operator's own value still wins.
+    assert KafkaConfig("b1:9092").client_config()["reconnect.backoff.ms"] == 20
+    mine = KafkaConfig.from_options("b1:9092", overrides=["reconnect.backoff.ms=250"])
+    assert mine.client_config()["reconnect.backoff.ms"] == "250"
+    assert KafkaConfig("b1:9092").client_config(**{"reconnect.backoff.ms": 5})["reconnect.backoff.ms"] == 5
