@@ -331,3 +331,37 @@ def test_planning_core_imports_no_io() -> None:
             for alias in node.names
         }
         assert imported <= allowed, f"{module} imports {imported - allowed}"
+
+
+def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
+    # plan._judged and plan._noted build a Finding whole, for speed: a field added to Finding must
+    # be carried over by them too (this sample names every field, so a new one fails here first).
+    from dataclasses import fields, replace
+
+    from recovery.model import Finding, Runway
+    from recovery.plan import _judged, _noted
+
+    sample = {
+        "source_id": "1",
+        "tp": O2,
+        "verdict": Verdict.AT_RISK,
+        "position": 7,
+        "batch_end": 9,
+        "available": OffsetRange(3, 12),
+        "records_lost": 4,
+        "spark_error": COULD_NOT_READ,
+        "silently_skipped": 5,
+        "detail": "d",
+        "upper_bound": True,
+        "notes": ("n",),
+        "runway": Runway(1_000, 2_000, "r"),
+    }
+    f = Finding(**{field.name: sample[field.name] for field in fields(Finding)})
+
+    assert _judged(f, Verdict.BEYOND_LOG_END, OFFSET_CHANGED, "x") == replace(
+        f, verdict=Verdict.BEYOND_LOG_END, spark_error=OFFSET_CHANGED, detail="x"
+    )
+    assert _judged(f, Verdict.BELOW_LOG_START, None, "y", records_lost=1, silently_skipped=2) == replace(
+        f, verdict=Verdict.BELOW_LOG_START, spark_error=None, detail="y", records_lost=1, silently_skipped=2
+    )
+    assert _noted(f, "m") == replace(f, notes=("n", "m"))

@@ -8,6 +8,7 @@ and its exit code; any other exception is a bug and keeps its traceback. Command
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from importlib import import_module
@@ -153,6 +154,19 @@ def run(command: click.Command, argv: list[str] | None = None, prog_name: str = 
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
 
 
+# While a command runs, generation-0 collections every 200,000 allocations, not 700 (mypy runs
+# itself so): a command builds large, long-lived views of a checkpoint and a cluster, and at the
+# default thresholds the cyclic collector re-scanned them for 6.1 s of a 30 s repair plan of 100,000
+# partitions (1.4 s at this one; peak memory +4%). The library never changes it for its callers.
+GC_THRESHOLD = (200_000, 30, 30)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (``stream-recovery`` and ``python -m recovery``)."""
-    run(cli, argv)
+    before = gc.get_threshold()
+    if before[0]:  # 0: automatic collection is off, and stays off
+        gc.set_threshold(*GC_THRESHOLD)
+    try:
+        run(cli, argv)
+    finally:
+        gc.set_threshold(*before)

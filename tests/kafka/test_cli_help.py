@@ -67,3 +67,20 @@ def test_group_set_is_a_dry_run_unless_execute() -> None:
 def test_group_show_documents_the_toolkit_verdicts() -> None:
     help_text = CliRunner().invoke(cli, ["group", "show", "--help"]).output
     assert "BEYOND_LOG_END" in help_text and "ABOVE_HIGH_WATERMARK" not in help_text
+
+
+def test_a_command_collects_garbage_less_often_and_gives_the_threshold_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    import recovery.cli
+
+    during: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(recovery.cli, "run", lambda *_args: during.append(gc.get_threshold()))
+    before = gc.get_threshold()
+
+    recovery.cli.main(["checkpoint", "--help"])
+
+    assert during == [recovery.cli.GC_THRESHOLD]
+    assert gc.get_threshold() == before
