@@ -334,12 +334,12 @@ def test_planning_core_imports_no_io() -> None:
 
 
 def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
-    # plan._judged and plan._noted build a Finding whole, for speed: a field added to Finding must
-    # be carried over by them too (this sample names every field, so a new one fails here first).
+    # plan._rebuilt builds a Finding from its __dict__, for speed: that must stay its fields and
+    # nothing else (this sample names every field, so a new one fails here first).
     from dataclasses import fields, replace
 
     from recovery.model import Finding, Runway
-    from recovery.plan import _judged, _noted
+    from recovery.plan import _rebuilt
 
     sample = {
         "source_id": "1",
@@ -358,10 +358,6 @@ def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
     }
     f = Finding(**{field.name: sample[field.name] for field in fields(Finding)})
 
-    assert _judged(f, Verdict.BEYOND_LOG_END, OFFSET_CHANGED, "x") == replace(
-        f, verdict=Verdict.BEYOND_LOG_END, spark_error=OFFSET_CHANGED, detail="x"
-    )
-    assert _judged(f, Verdict.BELOW_LOG_START, None, "y", records_lost=1, silently_skipped=2) == replace(
-        f, verdict=Verdict.BELOW_LOG_START, spark_error=None, detail="y", records_lost=1, silently_skipped=2
-    )
-    assert _noted(f, "m") == replace(f, notes=("n", "m"))
+    changes = {"verdict": Verdict.BELOW_LOG_START, "spark_error": None, "records_lost": 1, "notes": ()}
+    assert _rebuilt(f, **changes) == replace(f, **changes)  # type: ignore[arg-type]
+    assert _rebuilt(f) == f

@@ -164,7 +164,7 @@ GC_THRESHOLD = (200_000, 30, 30)
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (``stream-recovery`` and ``python -m recovery``)."""
     before = gc.get_threshold()
-    if before[0]:  # 0: automatic collection is off, and stays off
+    if before[0]:  # a threshold of 0 switches automatic collection off: it stays off
         gc.set_threshold(*GC_THRESHOLD)
     try:
         run(cli, argv)

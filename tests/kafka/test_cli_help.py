@@ -69,18 +69,29 @@ def test_group_show_documents_the_toolkit_verdicts() -> None:
     assert "BEYOND_LOG_END" in help_text and "ABOVE_HIGH_WATERMARK" not in help_text
 
 
+@pytest.mark.parametrize("automatic", [True, False], ids=["collector-on", "collector-off"])
 def test_a_command_collects_garbage_less_often_and_gives_the_threshold_back(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, automatic: bool
 ) -> None:
     import gc
 
     import recovery.cli
 
-    during: list[tuple[int, int, int]] = []
-    monkeypatch.setattr(recovery.cli, "run", lambda *_args: during.append(gc.get_threshold()))
+    during: list[tuple[int, ...]] = []
+
+    def run(*_args: object) -> None:  # as the real one: every command ends in SystemExit
+        during.append(gc.get_threshold())
+        raise SystemExit(0)
+
+    monkeypatch.setattr(recovery.cli, "run", run)
     before = gc.get_threshold()
-
-    recovery.cli.main(["checkpoint", "--help"])
-
-    assert during == [recovery.cli.GC_THRESHOLD]
-    assert gc.get_threshold() == before
+    if not automatic:
+        gc.set_threshold(0)
+    try:
+        with pytest.raises(SystemExit):
+            recovery.cli.main(["checkpoint", "--help"])
+        # Collection switched off (threshold 0) stays off.
+        assert during == [recovery.cli.GC_THRESHOLD if automatic else (0, *before[1:])]
+        assert gc.get_threshold() == (before if automatic else (0, *before[1:]))
+    finally:
+        gc.set_threshold(*before)

@@ -179,3 +179,16 @@ def test_first_broker_connection_is_not_held_back_unless_asked() -> None:
     mine = KafkaConfig.from_options("b1:9092", overrides=["reconnect.backoff.ms=250"])
     assert mine.client_config()["reconnect.backoff.ms"] == "250"
     assert KafkaConfig("b1:9092").client_config(**{"reconnect.backoff.ms": 5})["reconnect.backoff.ms"] == 5
+
+
+def test_librdkafka_accepts_the_default_client_settings() -> None:
+    # No broker needed: librdkafka checks the settings when the client is made. Ours leave room
+    # for a reconnect.backoff.max.ms of 20-99 ms, which its own default (100) refuses.
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    for props in ([], ["reconnect.backoff.max.ms=50"]):
+        settings = KafkaConfig.from_options("127.0.0.1:1", overrides=props).client_config()
+        assert isinstance(AdminClient(settings), AdminClient)
+    with pytest.raises(KafkaException, match=r"reconnect\.backoff\.max\.ms"):
+        AdminClient({**settings, "reconnect.backoff.ms": 100})
