@@ -21,7 +21,10 @@ KEEP = {"retention.ms": "-1"}
 
 
 def transactions(topic: str, transactional: Callable[..., Producer]) -> None:
-    """[0]: 3 committed records (0-2) + marker (3), 2 aborted (4-5) + marker (6), 1 open (7)."""
+    """[0]: 3 committed records (0-2) + marker (3), 2 aborted (4-5) + marker (6), 1 open (7).
+
+    The committed records carry fixed timestamps (2026-11-18), older than the default retention
+    since 2026-11-25: ``topic`` must be created with :data:`KEEP`."""
     producer = transactional(f"{topic}-a")
     producer.begin_transaction()
     for i in range(3):
@@ -43,7 +46,7 @@ def transactions(topic: str, transactional: Callable[..., Producer]) -> None:
 def test_read_committed_stops_at_the_last_stable_offset(
     kafka: KafkaConfig, new_topic: Callable[..., str], transactional: Callable[..., Producer]
 ) -> None:
-    topic = new_topic(partitions=2)  # [1] stays empty
+    topic = new_topic(partitions=2, config=KEEP)  # [1] stays empty
     transactions(topic, transactional)
     starts: dict[TopicPartition, int | None] = {
         TopicPartition(topic, 0): None,
@@ -77,7 +80,7 @@ def test_reading_from_a_committed_transaction_ends_past_its_marker(
     kafka: KafkaConfig, new_topic: Callable[..., str], transactional: Callable[..., Producer]
 ) -> None:
     """Starting at the aborted records: nothing is delivered, yet the read ends (position jumps)."""
-    topic = new_topic(partitions=1)
+    topic = new_topic(partitions=1, config=KEEP)
     transactions(topic, transactional)
 
     records, summary = read_to_end(
@@ -161,7 +164,7 @@ def test_cli_summary_and_json_lines(
     transactional: Callable[..., Producer],
     tmp_path,
 ) -> None:
-    topic = new_topic(partitions=1)
+    topic = new_topic(partitions=1, config=KEEP)
     transactions(topic, transactional)
     lines = tmp_path / "records.jsonl"
 
