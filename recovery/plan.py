@@ -262,7 +262,7 @@ def _judge(
         if f.spark_error is None and available.start <= position <= available.end:
             skipped = position - available.start  # the new topic's records below the position
         clock = _clock_note(cluster, tp.topic) if by_time else None
-        f = replace(
+        f = _rebuilt(
             f,
             verdict=Verdict.TOPIC_RECREATED,
             silently_skipped=skipped,
@@ -288,7 +288,7 @@ def _judge(
             ),
         )
     upper = cluster.isolation is Isolation.READ_COMMITTED and bool(f.records_lost or f.silently_skipped)
-    return replace(f, upper_bound=upper) if upper != f.upper_bound else f
+    return _rebuilt(f, upper_bound=upper) if upper != f.upper_bound else f
 
 
 def _recreation_evidence(
@@ -371,7 +371,7 @@ def _range_and_read(
 ) -> Finding:
     """Steps 3 and 4 of the model for one partition Spark knows: ``batch_end`` is the stored end of
     a re-run batch, None when a new batch runs up to the latest offset (the log end here)."""
-    f = base if base.available is available else replace(base, available=available)
+    f = base if base.available is available else _rebuilt(base, available=available)
     until = available.end if batch_end is None else batch_end
     hwm = cluster.high_watermarks.get(base.tp)
     open_txn = cluster.isolation is Isolation.READ_COMMITTED and hwm is not None
