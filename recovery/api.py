@@ -12,9 +12,9 @@ their own exit code.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recovery.checkpoint import open_checkpoint
 from recovery.errors import InvalidInput, OffsetSpecError
@@ -23,6 +23,7 @@ from recovery.kafka.config import KafkaConfig
 from recovery.model import (
     DEFAULT_ACTIVE_WITHIN_S,
     CheckpointFile,
+    CheckpointView,
     Finding,
     Isolation,
     NoMatch,
@@ -47,6 +48,9 @@ from recovery.resume import (
     sink_facts,
 )
 from recovery.strategy import StrategyRequest, resolve_strategy
+
+if TYPE_CHECKING:
+    from recovery.kafka.runway import RunwayReader
 
 __all__ = [
     "PartitionLag",
@@ -98,12 +102,26 @@ def validate_checkpoint(
 
         issues = (*issues, *delta_source_issues(chk, delta_tables, storage_options=storage_options))
     view = sink_facts(view, sink, storage_options)
-    cluster = cluster_for(kafka, resolve_sink(view), isolation)
-    warning = _sink_warning(chk, sink, (), storage_options)
-    findings = assess(view, cluster)
-    at_ms = None
+    if runway_warn_s is not None and runway_warn_s <= 0:
+        raise InvalidInput(f"--runway-warn must be positive, not {runway_warn_s:g}s")
+    resumed = resolve_sink(view)
+    reader = None
     if runway or runway_warn_s is not None:  # a threshold needs the runway
-        findings, at_ms = _with_runway(kafka, findings, isolation, runway_warn_s)
+        from recovery.kafka.runway import RunwayReader
+
+        reader = RunwayReader(kafka, isolation)
+    at_ms = None
+    try:
+        # The runway's record reads start once the topics are described, beside the ListOffsets.
+        started = None if reader is None else _runway_starter(reader, resumed)
+        cluster = cluster_for(kafka, resumed, isolation, described=started)
+        warning = _sink_warning(chk, sink, (), storage_options)
+        findings = assess(view, cluster)
+        if reader is not None:
+            findings, at_ms = _with_runway(reader, findings, runway_warn_s)
+    finally:
+        if reader is not None:
+            reader.close()
     return Report(
         chk.location,
         view.query_id,
@@ -119,16 +137,28 @@ def validate_checkpoint(
     )
 
 
+def _runway_starter(reader: RunwayReader, view: CheckpointView) -> Callable[[Mapping[str, int]], None]:
+    """What starts ``reader`` on where ``view`` resumes, given the existing topics' partition counts
+    (a partition that does not exist would keep a consumer waiting)."""
+
+    def start(partitions: Mapping[str, int]) -> None:
+        reader.start(
+            (tp, position)
+            for source in view.sources
+            for tp, position in source.start.items()
+            if tp.partition < partitions.get(tp.topic, 0)
+        )
+
+    return start
+
+
 def _with_runway(
-    kafka: KafkaConfig, findings: tuple[Finding, ...], isolation: Isolation, warn_s: float | None
+    reader: RunwayReader, findings: tuple[Finding, ...], warn_s: float | None
 ) -> tuple[tuple[Finding, ...], int]:
     """``findings`` with their retention runway, judged at the time the facts were read."""
-    from recovery.kafka.runway import runway_facts
     from recovery.runway import apply_runway, wanted_positions
 
-    if warn_s is not None and warn_s <= 0:
-        raise InvalidInput(f"--runway-warn must be positive, not {warn_s:g}s")
-    facts = runway_facts(kafka, wanted_positions(findings), isolation)
+    facts = reader.facts(wanted_positions(findings))
     now_ms = int(time.time() * 1000)
     warn_ms = None if warn_s is None else int(warn_s * 1000)
     judged = apply_runway(

@@ -9,6 +9,7 @@ line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
@@ -99,14 +100,19 @@ def sink_facts(view: CheckpointView, sink: str | None, storage_options: object =
 
 
 def cluster_for(
-    kafka: KafkaConfig, view: CheckpointView, isolation: Isolation = Isolation.READ_UNCOMMITTED
+    kafka: KafkaConfig,
+    view: CheckpointView,
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    *,
+    described: Callable[[Mapping[str, int]], object] | None = None,
 ) -> ClusterView:
     """What the planning core needs from Kafka to judge ``view``: the log ranges, under
     read_committed also the high watermarks (an open transaction), and, for topics whose ids were
     never recorded, the recreation evidence: the first offset whose record is newer than the batch
     that read up to the position (``ListOffsets`` by time, at ``batchTimestampMs`` plus the
     clock-skew allowance). All of it in one round (:func:`recovery.kafka.cluster.cluster_with_times`):
-    one Metadata request, then the ListOffsets requests of every lookup sent together."""
+    one Metadata request, then the ListOffsets requests of every lookup sent together.
+    ``described``: called with the existing topics' partition counts between the two."""
     times: dict[int, set[TopicPartition]] = {}
     for source in view.sources:
         if source.start_read_by_ms is not None:
@@ -114,7 +120,7 @@ def cluster_for(
             # is known only from the same answers, and an extra partition costs nothing here
             unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
             times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set()).update(unrecorded)
-    cluster, found = cluster_with_times(kafka, checkpoint_topics(view), isolation, times)
+    cluster, found = cluster_with_times(kafka, checkpoint_topics(view), isolation, times, described=described)
     cluster = replace(cluster, isolation=isolation)
     # Where no record is that new: the high watermark (not below the log end): no evidence.
     ends = cluster.high_watermarks or {tp: r.end for tp, r in cluster.partitions.items()}

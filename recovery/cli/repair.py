@@ -78,9 +78,6 @@ def validate_cmd(
 
     Example: stream-recovery validate /data/chk -b kafka:9092 --runway-warn 6h
     """
-    from recovery.api import validate_checkpoint
-    from recovery.report import findings as report
-
     if no_runway and runway_warn_s is not None:
         raise click.UsageError("--runway-warn needs the runway: drop --no-runway")
     tables: dict[str, str] = {}
@@ -89,6 +86,12 @@ def validate_cmd(
         if not eq or not source_id.isdigit() or not path:
             raise click.UsageError(f"--delta-table {spec}: expected ID=TABLE (e.g. 1=/lake/orders)")
         tables[source_id] = path
+    from recovery.kafka.admin import admin_for
+
+    admin_for(kafka)  # the shared client connects in the background while the rest is imported
+    from recovery.api import validate_checkpoint
+    from recovery.report import findings as report
+
     with render.waiting("reading the checkpoint and the cluster"):
         result = validate_checkpoint(
             checkpoint,

@@ -16,11 +16,14 @@ Failures never sink a validation: a fact that cannot be read becomes a string sa
 runway says it is unknown.
 
     facts = runway_facts(kafka, {(TopicPartition("orders", 0), 1042)})
+
+:class:`RunwayReader` reads them in a thread while the offsets are still being asked for.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -34,7 +37,7 @@ from recovery.runway import RecordStamp, TopicRetention
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunwayFacts", "record_stamps", "runway_facts", "topic_retention"]
+__all__ = ["RunwayFacts", "RunwayReader", "record_stamps", "runway_facts", "topic_retention"]
 
 _CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy", "segment.ms")
 _BATCH = 500  # messages taken per consume() call
@@ -53,9 +56,12 @@ def runway_facts(
     kafka: KafkaConfig,
     positions: Iterable[tuple[TopicPartition, int]],
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    *,
+    stop: threading.Event | None = None,
 ) -> RunwayFacts:
     """The retention settings of the positions' topics, the record stamps at the positions and,
-    where ``retention.bytes`` applies, the partitions' sizes."""
+    where ``retention.bytes`` applies, the partitions' sizes. ``stop`` set: the record reads end
+    (the positions not read yet say so)."""
     wanted = sorted(set(positions), key=lambda item: (item[0].topic, item[0].partition, item[1]))
     if not wanted:
         return RunwayFacts({}, {}, {})
@@ -63,7 +69,7 @@ def runway_facts(
     answer_retention = _ask_retention(kafka, {tp.topic for tp, _ in wanted})
     # Every position is read, compacted topics' too: the age of the oldest unread record is the
     # query's lag in time, worth showing whatever the retention.
-    stamps = record_stamps(kafka, wanted, isolation)
+    stamps = record_stamps(kafka, wanted, isolation, stop=stop)
     retention = answer_retention()
     sized = {
         tp
@@ -141,6 +147,8 @@ def record_stamps(
     kafka: KafkaConfig,
     positions: Iterable[tuple[TopicPartition, int]],
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    *,
+    stop: threading.Event | None = None,
 ) -> dict[tuple[TopicPartition, int], RecordStamp | str]:
     """The first record at or after each position (offset and timestamp), or why none was read.
 
@@ -156,13 +164,20 @@ def record_stamps(
             rounds.append({tp: offset})
     deadline = Deadline(kafka.timeout_s)
     out: dict[tuple[TopicPartition, int], RecordStamp | str] = {}
+    stop = stop or threading.Event()
     for batch in rounds:
-        out.update(_one_round(kafka, batch, isolation, deadline))
+        if stop.is_set():
+            break
+        out.update(_one_round(kafka, batch, isolation, deadline, stop))
     return out
 
 
 def _one_round(
-    kafka: KafkaConfig, positions: Mapping[TopicPartition, int], isolation: Isolation, deadline: Deadline
+    kafka: KafkaConfig,
+    positions: Mapping[TopicPartition, int],
+    isolation: Isolation,
+    deadline: Deadline,
+    stop: threading.Event,
 ) -> dict[tuple[TopicPartition, int], RecordStamp | str]:
     from confluent_kafka import Consumer, KafkaException
     from confluent_kafka import TopicPartition as KafkaTP
@@ -189,22 +204,23 @@ def _one_round(
     pending = dict(positions)
     try:
         consumer.assign([KafkaTP(tp.topic, tp.partition, o) for tp, o in positions.items()])
-        while pending and not deadline.expired():
+        while pending and not deadline.expired() and not stop.is_set():
             # Short waits: consume() returns early only once _BATCH messages are in, and the last
             # partitions' few records sit out the whole timeout (a 50 ms wait cost every validate
             # ~50 ms; at 10 ms an idle loop still sleeps in librdkafka, not in Python).
             messages = consumer.consume(_BATCH, timeout=min(0.01, max(0.001, deadline.remaining())))
             done = [_take(message, pending, found) for message in messages]
-            stop = [KafkaTP(tp.topic, tp.partition) for tp in done if tp is not None]
-            if stop:
-                consumer.pause(stop)
+            finished = [KafkaTP(tp.topic, tp.partition) for tp in done if tp is not None]
+            if finished:
+                consumer.pause(finished)
     except (KafkaException, RecoveryError) as exc:
         reason = f"fetch failed ({error_code(exc)})"
         found.update({(tp, o): reason for tp, o in pending.items()})
         pending = {}
     finally:
         consumer.close()
-    found.update({(tp, o): f"no record fetched within {kafka.timeout_s:g}s" for tp, o in pending.items()})
+    why = "not read (stopped)" if stop.is_set() else f"no record fetched within {kafka.timeout_s:g}s"
+    found.update({(tp, o): why for tp, o in pending.items()})
     log.debug("runway: %d record stamps read", sum(isinstance(v, RecordStamp) for v in found.values()))
     return found
 
@@ -237,3 +253,65 @@ def _take(
         found[(tp, position)] = RecordStamp(int(message.offset()), int(ts))
     del pending[tp]
     return tp
+
+
+class RunwayReader:
+    """The runway facts, read in a thread while the caller goes on (a validation asks for the
+    offsets meanwhile: the record reads take a consumer's connection and a fetch round, about as
+    long as the ListOffsets lookups).
+
+    ``start`` guesses the positions (where the checkpoint resumes, in partitions that exist); ``facts``
+    waits for them and reads, then, whatever the guess missed: the answer is the same as
+    :func:`runway_facts` of the positions asked, and never a partial one. ``close`` ends a read still
+    going (the caller failed) and waits for its thread, so no consumer outlives the command.
+
+        reader = RunwayReader(kafka)
+        reader.start(positions)      # returns at once
+        ...                          # ListOffsets, judging
+        facts = reader.facts(wanted)
+    """
+
+    def __init__(self, kafka: KafkaConfig, isolation: Isolation = Isolation.READ_UNCOMMITTED) -> None:
+        self.kafka, self.isolation = kafka, isolation
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._asked: frozenset[tuple[TopicPartition, int]] = frozenset()
+        self._read: RunwayFacts | BaseException | None = None
+
+    def start(self, positions: Iterable[tuple[TopicPartition, int]]) -> None:
+        if self._thread is not None:
+            raise RuntimeError("a RunwayReader reads once")
+        self._asked = frozenset(positions)
+        self._thread = threading.Thread(target=self._run, name="runway-reader", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._read = runway_facts(self.kafka, self._asked, self.isolation, stop=self._stop)
+        except BaseException as exc:  # handed to the caller's thread by facts()
+            self._read = exc
+
+    def facts(self, positions: Iterable[tuple[TopicPartition, int]]) -> RunwayFacts:
+        """The facts of ``positions``: those read ahead, plus a read of the ones not guessed."""
+        wanted = frozenset(positions)
+        if self._thread is not None:
+            self._thread.join()
+        read = self._read
+        if isinstance(read, BaseException):
+            raise read
+        missed = wanted - self._asked if read is not None else wanted
+        if read is None:
+            return runway_facts(self.kafka, wanted, self.isolation)
+        if not missed:
+            return read
+        more = runway_facts(self.kafka, missed, self.isolation)
+        return RunwayFacts(
+            {**read.retention, **more.retention},
+            {**read.stamps, **more.stamps},
+            {**read.sizes, **more.sizes},
+        )
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +23,11 @@ from recovery.api import checkpoint_lag, validate_checkpoint
 from recovery.cli import cli, run
 from recovery.gate import prestart_gate
 from recovery.kafka.config import KafkaConfig
+from recovery.kafka.runway import RunwayReader, runway_facts
 from recovery.local import topics
 from recovery.local.broker import RETENTION_TESTABLE
-from recovery.model import GateMode, Runway, Verdict
+from recovery.model import GateMode, Runway, TopicPartition, Verdict
+from recovery.runway import RecordStamp
 
 CHECK_INTERVAL_MS = int(RETENTION_TESTABLE["log.retention.check.interval.ms"])
 RETENTION_MS = 20_000
@@ -262,3 +265,41 @@ def test_a_long_table_shows_what_needs_action_first_and_json_shows_all(
     assert "% 10 more partitions OK (not shown)" in table.stderr
     assert "% 10 of 60 partitions not shown: --output json shows all" in table.stderr
     assert len(json.loads(body.stdout)["partitions"]) == 60
+
+
+def test_the_runway_read_ahead_answers_as_a_read_after_and_reads_what_it_did_not_guess(
+    bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    kafka = KafkaConfig(bootstrap)
+    topic = new_topic(2)
+    topics.produce(bootstrap, topic, topics.keyed_records(20, partitions=2))
+    p0, p1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    wanted = {(p0, 3), (p1, 7)}
+
+    reader = RunwayReader(kafka)
+    reader.start({(p0, 3), (p0, 10), (p1, 2)})  # a guess: one right, one never asked, one wrong
+    ahead = reader.facts(wanted)
+    reader.close()
+    after = runway_facts(kafka, wanted)
+
+    assert {k: ahead.stamps[k] for k in wanted} == after.stamps
+    assert {k: s.offset for k, s in after.stamps.items() if isinstance(s, RecordStamp)} == {
+        (p0, 3): 3,
+        (p1, 7): 7,
+    }
+    assert ahead.retention == after.retention
+
+
+def test_a_closed_runway_read_leaves_no_thread_or_consumer_behind(
+    bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(1)
+    topics.produce(bootstrap, topic, topics.keyed_records(5, partitions=1))
+    reader = RunwayReader(KafkaConfig(bootstrap))
+    reader.start({(TopicPartition(topic, 0), 1)})
+
+    reader.close()  # the caller failed before asking for the facts
+
+    assert not [t for t in threading.enumerate() if t.name == "runway-reader"]
+    with pytest.raises(RuntimeError, match="reads once"):
+        reader.start({(TopicPartition(topic, 0), 1)})
