@@ -13,7 +13,8 @@ watermark (+ last stable offset under read_committed, + the time lookup for a ti
 recreation evidence of ``validate``) = 2 to 4 requests per broker per 500 partitions, all in
 flight at once (benchmarks/README.md counts them).
 Metadata: one DescribeTopics (Metadata) request for named topics; a regex selection first lists
-the cluster's topics (one more), because only DescribeTopics carries the topic ids.
+the cluster's topics (one more: the listing has the partition counts, but only DescribeTopics
+carries the topic ids), and its DescribeTopics goes out with the ListOffsets requests.
 
 Transient errors (OFFSET_NOT_AVAILABLE after a leader change — KIP-207 —, NOT_LEADER_OR_FOLLOWER,
 leader epochs, timeouts) are retried with a bounded backoff until the config's deadline; if a
@@ -42,6 +43,7 @@ from recovery.kafka.config import KafkaConfig
 from recovery.kafka.selection import exact_names, selected_partitions
 from recovery.kafka.specs import TimeKind, TimeSpec
 from recovery.kafka.values import (
+    ListedTopic,
     MissingPartition,
     MissingReason,
     OffsetRow,
@@ -86,13 +88,20 @@ class KafkaAdmin:
 
     def topic_names(self, deadline: Deadline | None = None) -> dict[str, bool]:
         """Every topic of the cluster, with whether it is internal."""
+        return {name: topic.internal for name, topic in self.listed_topics(deadline).items()}
+
+    def listed_topics(self, deadline: Deadline | None = None) -> dict[str, ListedTopic]:
+        """Every topic of the cluster with its partition count (one Metadata request; no topic ids)."""
         from confluent_kafka import KafkaException
 
         deadline = deadline or Deadline(self.config.timeout_s)
         for attempt in itertools.count():
             try:
                 metadata = self.client.list_topics(timeout=max(0.5, deadline.remaining()))
-                return {name: name.startswith("__") for name in metadata.topics}
+                return {
+                    name: ListedTopic(name, len(topic.partitions), name.startswith("__"))
+                    for name, topic in metadata.topics.items()
+                }
             except KafkaException as exc:
                 if not is_transient(exc) or not deadline.allows(attempt):
                     raise translate(exc, "listing topics", self.config) from exc
@@ -103,26 +112,40 @@ class KafkaAdmin:
         self, topics: Iterable[str], deadline: Deadline | None = None
     ) -> dict[str, TopicInfo | None]:
         """Describe ``topics`` (partition count, KIP-516 topic id); ``None`` for a missing topic."""
-        deadline = deadline or Deadline(self.config.timeout_s)
+        return self._describing(topics, deadline or Deadline(self.config.timeout_s))()
+
+    def _describing(
+        self, topics: Iterable[str], deadline: Deadline
+    ) -> Callable[[], dict[str, TopicInfo | None]]:
+        """Send the DescribeTopics request for ``topics`` now; the function returned waits for the
+        answer (asking again after transient errors): :meth:`describe`'s."""
         pending = sorted(set(topics))
-        found: dict[str, TopicInfo | None] = {}
-        for attempt in itertools.count():
-            if not pending:
-                break
-            if attempt:
-                self._pause(attempt - 1, f"describing {len(pending)} topic(s)")
-            pending = self._describe_once(pending, found, deadline, attempt)
-        return found
+        futures = self._send_describe(pending, deadline) if pending else {}
 
-    def _describe_once(
-        self, names: list[str], found: dict[str, TopicInfo | None], deadline: Deadline, attempt: int
+        def answer() -> dict[str, TopicInfo | None]:
+            found: dict[str, TopicInfo | None] = {}
+            retry = self._described(futures, found, deadline, 0)
+            for attempt in itertools.count(1):
+                if not retry:
+                    break
+                self._pause(attempt - 1, f"describing {len(retry)} topic(s)")
+                retry = self._described(self._send_describe(retry, deadline), found, deadline, attempt)
+            return found
+
+        return answer
+
+    def _send_describe(self, names: list[str], deadline: Deadline) -> dict[str, Any]:
+        from confluent_kafka import TopicCollection
+
+        timeout = self._request_timeout(deadline)
+        return dict(self.client.describe_topics(TopicCollection(names), request_timeout=timeout))
+
+    def _described(
+        self, futures: Mapping[str, Any], found: dict[str, TopicInfo | None], deadline: Deadline, attempt: int
     ) -> list[str]:
-        """One DescribeTopics round: fills ``found``, returns the names to ask again (transient)."""
-        from confluent_kafka import KafkaException, TopicCollection
+        """One DescribeTopics round's answers into ``found``; the names to ask again (transient)."""
+        from confluent_kafka import KafkaException
 
-        futures = self.client.describe_topics(
-            TopicCollection(names), request_timeout=self._request_timeout(deadline)
-        )
         retry: list[str] = []
         for name, future in futures.items():
             what = f"describing topic {name}"
@@ -165,23 +188,25 @@ class KafkaAdmin:
         return found
 
     def resolve(self, selection: TopicSelection) -> tuple[tuple[TopicPartition, ...], dict[str, TopicInfo]]:
-        """The partitions a selection names, sorted, and the topics they belong to (see
-        :func:`recovery.kafka.selection.selected_partitions`)."""
+        """The partitions a selection names, sorted, and the topics described on the way (see
+        :func:`recovery.kafka.selection.selected_partitions`): pass them on as ``topics=``.
+
+        Literal names are described (the one metadata request). A regex selection is matched
+        against the topic listing, which has the partition counts but not the topic ids: its topics
+        are left to the offset lookup, which describes them while its ListOffsets are in flight."""
         deadline = Deadline(self.config.timeout_s)
         exact = exact_names(selection)
         if exact is not None:
-            # Only literal names: describing them is the one metadata request (no topic listing).
             described = self.describe(exact, deadline)
             infos = {
                 n: i
                 for n, i in described.items()
                 if i is not None and selection.matches_topic(n, internal=n.startswith("__"))
             }
-        else:
-            names = self.topic_names(deadline)
-            matched = [n for n, internal in names.items() if selection.matches_topic(n, internal=internal)]
-            infos = {n: i for n, i in self.describe(matched, deadline).items() if i is not None}
-        return selected_partitions(selection, infos, self.config.bootstrap_servers), infos
+            return selected_partitions(selection, infos, self.config.bootstrap_servers), infos
+        listed = self.listed_topics(deadline)
+        matched = {n: t for n, t in listed.items() if selection.matches_topic(n, internal=t.internal)}
+        return selected_partitions(selection, matched, self.config.bootstrap_servers), {}
 
     # -- ListOffsets --------------------------------------------------------------------------------
 
@@ -283,44 +308,51 @@ class KafkaAdmin:
         only = {name: wanted for name, wanted in only.items() if wanted}
         for name in only:  # KIP-79 by time, over every record written (not only committed ones)
             queries[name] = (TimeSpec(TimeKind.TIMESTAMP, named[name]), Isolation.READ_UNCOMMITTED)
-        answers, missing = self._consistent_answers(tps, queries, infos, deadline, only)
+        answers, missing, topics_now = self._consistent_answers(tps, queries, infos, deadline, only)
         found = {
             named[name]: {tp: (offset if offset >= 0 else None) for tp, (offset, _) in answers[name].items()}
             for name in only
         }
         present = [tp for tp in tps if tp not in missing]
-        ids = {name: info.topic_id for name, info in infos.items()}
+        ids = {name: info.topic_id for name, info in topics_now.items()}
         result: dict[TopicPartition, OffsetRow | MissingPartition] = dict(missing)
         result.update(ans.offset_rows(present, answers, ids, time_spec, isolation, no_match))
         return dict(sorted(result.items(), key=item_key)), found
 
     def _known_topics(
         self, names: set[str], known: Mapping[str, TopicInfo] | None, deadline: Deadline
-    ) -> dict[str, TopicInfo]:
-        """The existing topics among ``names``: those in ``known``, the others described now."""
+    ) -> Callable[[], dict[str, TopicInfo]]:
+        """The existing topics among ``names``: those in ``known``, and the others, whose
+        DescribeTopics request is sent now; the function returned waits for its answer."""
         infos = {name: info for name, info in (known or {}).items() if name in names}
-        unknown = names - set(infos)
-        if unknown:
-            infos.update({n: i for n, i in self.describe(unknown, deadline).items() if i is not None})
-        return infos
+        describing = self._describing(names - set(infos), deadline)
+
+        def answer() -> dict[str, TopicInfo]:
+            infos.update({n: i for n, i in describing().items() if i is not None})
+            return infos
+
+        return answer
 
     def _consistent_answers(
         self,
         tps: list[TopicPartition],
         queries: Mapping[str, ans.Query],
-        infos: Mapping[str, TopicInfo],
+        topics: Callable[[], Mapping[str, TopicInfo]],
         deadline: Deadline,
         only: Mapping[str, Iterable[TopicPartition]] | None = None,
-    ) -> tuple[ans.Answers, dict[TopicPartition, MissingPartition]]:
-        """Answers to every query that agree with each other, and the partitions that do not exist.
+    ) -> tuple[ans.Answers, dict[TopicPartition, MissingPartition], Mapping[str, TopicInfo]]:
+        """Answers to every query that agree with each other, the partitions that do not exist, and
+        the existing topics (``topics()``, awaited once the first ListOffsets are on their way).
 
         The lookups go out together; a DeleteRecords or a commit landing between them can make them
         disagree (log start > high watermark), so such partitions are read again. A partition
         answered "unknown" that the metadata still lists (a leader moving, metadata propagating) is
         asked again too, until the deadline.
         """
+        infos: Mapping[str, TopicInfo] | None = None
         for attempt in itertools.count():
             answers, gone = self.list_offsets(tps, queries, deadline, only)
+            infos = topics() if infos is None else infos
             missing = self._missing(gone | {tp for tp in tps if tp.topic not in infos}, deadline)
             unsure = sorted(gone - set(missing), key=tp_key)
             if unsure:
@@ -329,7 +361,7 @@ class KafkaAdmin:
                 self._pause(attempt, f"no leader answered for {unsure[0]}")
                 continue
             if not ans.torn(tps, answers) or deadline.expired():
-                return answers, missing
+                return answers, missing, infos
             self._pause(attempt, "offsets changed between lookups")
         raise AssertionError("unreachable")
 

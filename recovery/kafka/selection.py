@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from recovery.errors import TopicNotFound
-from recovery.kafka.values import TopicInfo
 from recovery.model import TopicPartition, TopicPattern, TopicSelection
 
 # A regex that can only match itself: a topic name (letters, digits, '_', '-', dot-separated).
@@ -20,6 +20,18 @@ _TOPIC_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 _LITERAL = re.compile(r"[A-Za-z0-9_-]+")
 # Explicit partition lists longer than this are treated as ranges over the existing partitions.
 _MAX_EXPLICIT = 10_000
+
+
+class Topic(Protocol):
+    """What the selection needs of a topic: a :class:`~recovery.kafka.values.TopicInfo` (described)
+    or a :class:`~recovery.kafka.values.ListedTopic` (listed)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def internal(self) -> bool: ...
 
 
 def is_topic_name(regex: str) -> bool:
@@ -44,7 +56,7 @@ def explicit_partitions(pattern: TopicPattern) -> tuple[int, ...] | None:
 
 
 def selected_partitions(
-    selection: TopicSelection, infos: Mapping[str, TopicInfo], cluster: str
+    selection: TopicSelection, infos: Mapping[str, Topic], cluster: str
 ) -> tuple[TopicPartition, ...]:
     """The partitions ``selection`` names among the topics ``infos`` describes (the topics it
     matched), plus the explicitly named ones that do not exist; sorted. ``cluster`` names the

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from recovery.errors import ExitCode
 from recovery.kafka.specs import TimeSpec
@@ -37,6 +38,15 @@ def kafka_topic_id(text: str) -> str:
     Example: ``kafka_topic_id("a+b/cQ==")`` is ``"a-b_cQ"``.
     """
     return text.strip().replace("+", "-").replace("/", "_").rstrip("=")
+
+
+class ListedTopic(NamedTuple):
+    """A topic as the cluster's topic listing (Metadata) gives it: no topic id, which only
+    DescribeTopics answers."""
+
+    name: str
+    partitions: int
+    internal: bool
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from recovery.errors import NoOffsetForTime, TopicNotFound
 from recovery.kafka.answers import offset_rows, queries, torn
 from recovery.kafka.selection import explicit_partitions, selected_partitions
 from recovery.kafka.specs import TimeKind, TimeSpec, parse_topic_partitions
-from recovery.kafka.values import OffsetRow, PartitionOffsets, TimeLookup, TopicInfo
+from recovery.kafka.values import ListedTopic, OffsetRow, PartitionOffsets, TimeLookup, TopicInfo
 from recovery.model import Isolation, NoMatch, TopicPartition
 
 ORDERS_0 = TopicPartition("orders", 0)
@@ -147,3 +147,11 @@ def test_a_missing_topic_name_is_topic_not_found() -> None:
 def test_a_regex_matching_nothing_is_topic_not_found() -> None:
     with pytest.raises(TopicNotFound, match=r"no partition of the cluster at b:9092 matches pay\.\*"):
         selected_partitions(parse_topic_partitions("pay.*"), {}, "b:9092")
+
+
+def test_a_listed_topic_selects_as_a_described_one() -> None:
+    listed = {name: ListedTopic(name, info.partitions, info.internal) for name, info in INFOS.items()}
+    for spec in ("orders", "orders.*:0", ".*"):
+        selection = parse_topic_partitions(spec, exclude_internal=spec == ".*")
+        by_listing = selected_partitions(selection, listed, "b:9092")
+        assert by_listing == selected_partitions(selection, INFOS, "b:9092")

@@ -206,6 +206,12 @@ def test_selections_by_regex_and_partition_spec(kafka: KafkaConfig, new_topic: C
     by_list = offset_ranges(kafka, parse_topic_partitions(f"{first}:0,3,9"))
 
     assert list(by_regex) == [tp(first, p) for p in range(4)] + [tp(second, 0), tp(second, 1)]
+    # A regex selection's topics are described beside its ListOffsets: the same ids as by name.
+    ids = topic_ids(kafka, [first, second])
+    assert {r.tp: r.topic_id for r in by_regex.values() if isinstance(r, PartitionOffsets)} == {
+        t: ids[t.topic] for t in by_regex
+    }
+    assert None not in ids.values()
     assert list(by_range) == [tp(first, 1), tp(first, 2), tp(second, 0)]
     assert list(by_list) == [tp(first, 0), tp(first, 3), tp(first, 9)]
     assert by_list[tp(first, 9)] == MissingPartition(tp(first, 9), MissingReason.PARTITION_GONE)
