@@ -6,6 +6,7 @@ Each command: options -> values -> one call of :mod:`recovery.api` -> rows and l
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -27,6 +28,7 @@ from recovery.cli.options import (
     strategy_options,
     topic_option,
 )
+from recovery.errors import ConfigError
 from recovery.model import Isolation, NoMatch, OnBeyondEnd
 
 judged_isolation = isolation_option(
@@ -88,7 +90,10 @@ def validate_cmd(
         tables[source_id] = path
     from recovery.kafka.admin import admin_for
 
-    admin_for(kafka)  # the shared client connects in the background while the rest is imported
+    # The shared client connects in the background while the rest is imported. Bad client settings
+    # are reported where they were before (after the checkpoint's own errors): validate_checkpoint.
+    with contextlib.suppress(ConfigError):
+        admin_for(kafka)
     from recovery.api import validate_checkpoint
     from recovery.report import findings as report
 

@@ -67,6 +67,9 @@ LIST_OFFSETS_CHUNK = 500
 
 # {timestamp: {partition: first offset whose record is at least that new, None if none is}}
 FirstOffsets = dict[int, dict[TopicPartition, int | None]]
+# Topics known before a lookup: described (TopicInfo), or only listed by a regex selection
+# (ListedTopic: described during the lookup, and left out if gone by then).
+Topics = Mapping[str, TopicInfo | ListedTopic]
 
 __all__ = ["KafkaAdmin", "admin_for", "kafka_admin"]
 
@@ -187,26 +190,31 @@ class KafkaAdmin:
             log.warning("message.timestamp.type of %s not known: %s", ", ".join(names), exc)
         return found
 
-    def resolve(self, selection: TopicSelection) -> tuple[tuple[TopicPartition, ...], dict[str, TopicInfo]]:
+    def resolve(
+        self, selection: TopicSelection
+    ) -> tuple[tuple[TopicPartition, ...], dict[str, TopicInfo | ListedTopic]]:
         """The partitions a selection names, sorted, and the topics described on the way (see
         :func:`recovery.kafka.selection.selected_partitions`): pass them on as ``topics=``.
 
         Literal names are described (the one metadata request). A regex selection is matched
         against the topic listing, which has the partition counts but not the topic ids: its topics
-        are left to the offset lookup, which describes them while its ListOffsets are in flight."""
+        come back listed (:class:`ListedTopic`), and the offset lookup describes them while its
+        ListOffsets are in flight."""
         deadline = Deadline(self.config.timeout_s)
         exact = exact_names(selection)
         if exact is not None:
             described = self.describe(exact, deadline)
-            infos = {
+            infos: dict[str, TopicInfo | ListedTopic] = {
                 n: i
                 for n, i in described.items()
                 if i is not None and selection.matches_topic(n, internal=n.startswith("__"))
             }
             return selected_partitions(selection, infos, self.config.bootstrap_servers), infos
         listed = self.listed_topics(deadline)
-        matched = {n: t for n, t in listed.items() if selection.matches_topic(n, internal=t.internal)}
-        return selected_partitions(selection, matched, self.config.bootstrap_servers), {}
+        matched: dict[str, TopicInfo | ListedTopic] = {
+            n: t for n, t in listed.items() if selection.matches_topic(n, internal=t.internal)
+        }
+        return selected_partitions(selection, matched, self.config.bootstrap_servers), matched
 
     # -- ListOffsets --------------------------------------------------------------------------------
 
@@ -215,7 +223,7 @@ class KafkaAdmin:
         partitions: Iterable[TopicPartition],
         isolation: Isolation = Isolation.READ_UNCOMMITTED,
         *,
-        topics: Mapping[str, TopicInfo] | None = None,
+        topics: Topics | None = None,
     ) -> dict[TopicPartition, PartitionOffsets | MissingPartition]:
         """Log start, high watermark and (read_committed) last stable offset of each partition.
 
@@ -236,7 +244,7 @@ class KafkaAdmin:
         isolation: Isolation,
         times: Mapping[int, Iterable[TopicPartition]],
         *,
-        topics: Mapping[str, TopicInfo] | None = None,
+        topics: Topics | None = None,
     ) -> tuple[dict[TopicPartition, PartitionOffsets | MissingPartition], FirstOffsets]:
         """:meth:`offset_ranges` and, in the same round of requests, the first offset at or after
         each timestamp of ``times`` (KIP-79) in its partitions, None where no record is that new;
@@ -261,7 +269,7 @@ class KafkaAdmin:
         isolation: Isolation,
         no_match: NoMatch,
         *,
-        topics: Mapping[str, TopicInfo] | None = None,
+        topics: Topics | None = None,
     ) -> dict[TopicPartition, OffsetRow | MissingPartition]:
         """Each partition's positions and the ``time_spec`` offset.
 
@@ -278,7 +286,7 @@ class KafkaAdmin:
         time_spec: TimeSpec,
         isolation: Isolation,
         no_match: NoMatch,
-        topics: Mapping[str, TopicInfo] | None,
+        topics: Topics | None,
         *,
         with_lso: bool,
     ) -> dict[TopicPartition, OffsetRow | MissingPartition]:
@@ -293,14 +301,16 @@ class KafkaAdmin:
         time_spec: TimeSpec,
         isolation: Isolation,
         no_match: NoMatch,
-        topics: Mapping[str, TopicInfo] | None,
+        topics: Topics | None,
         times: Mapping[int, Iterable[TopicPartition]],
         *,
         with_lso: bool,
     ) -> tuple[dict[TopicPartition, OffsetRow | MissingPartition], FirstOffsets]:
         tps = sorted(set(partitions), key=tp_key)
         deadline = Deadline(self.config.timeout_s)
-        infos = self._known_topics({tp.topic for tp in tps}, topics, deadline)
+        listed = {name for name, topic in (topics or {}).items() if isinstance(topic, ListedTopic)}
+        described = {name: t for name, t in (topics or {}).items() if isinstance(t, TopicInfo)}
+        infos = self._known_topics({tp.topic for tp in tps}, described, deadline)
         queries = ans.queries(time_spec, isolation, with_lso=with_lso)
         asked = set(tps)
         named = {f"at {ts}": ts for ts in times}
@@ -315,7 +325,11 @@ class KafkaAdmin:
         }
         present = [tp for tp in tps if tp not in missing]
         ids = {name: info.topic_id for name, info in topics_now.items()}
-        result: dict[TopicPartition, OffsetRow | MissingPartition] = dict(missing)
+        # A listed topic deleted before it could be described was matched a moment too early: left
+        # out, as the listing would now leave it out (a topic named outright is reported gone).
+        result: dict[TopicPartition, OffsetRow | MissingPartition] = {
+            tp: row for tp, row in missing.items() if tp.topic not in listed or tp.topic in topics_now
+        }
         result.update(ans.offset_rows(present, answers, ids, time_spec, isolation, no_match))
         return dict(sorted(result.items(), key=item_key)), found
 
@@ -342,7 +356,8 @@ class KafkaAdmin:
         only: Mapping[str, Iterable[TopicPartition]] | None = None,
     ) -> tuple[ans.Answers, dict[TopicPartition, MissingPartition], Mapping[str, TopicInfo]]:
         """Answers to every query that agree with each other, the partitions that do not exist, and
-        the existing topics (``topics()``, awaited once the first ListOffsets are on their way).
+        the existing topics (``topics()``: its DescribeTopics went out with the ListOffsets; its
+        answer is awaited after the first round of them).
 
         The lookups go out together; a DeleteRecords or a commit landing between them can make them
         disagree (log start > high watermark), so such partitions are read again. A partition

@@ -100,7 +100,8 @@ def partition_sizes(
 def _quiet_kafka_python() -> None:
     """Hold kafka-python's loggers at INFO or above: at DEBUG it logs its whole configuration and
     every request, the SASL password in both (``SaslAuthenticateRequest(auth_bytes=...)``)."""
-    names = ["kafka"] + [n for n in logging.root.manager.loggerDict if n.startswith("kafka.")]
+    # list(): one C-level copy, safe while another thread imports a module (adds a logger).
+    names = ["kafka"] + [n for n in list(logging.root.manager.loggerDict) if n.startswith("kafka.")]
     for name in names:
         logger = logging.getLogger(name)
         # "kafka" itself always (its children inherit it); a child only when set below INFO.

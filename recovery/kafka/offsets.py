@@ -17,6 +17,7 @@ from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.specs import TimeKind, TimeSpec
 from recovery.kafka.values import (
+    ListedTopic,
     MissingPartition,
     OffsetRow,
     OffsetTable,
@@ -45,7 +46,7 @@ def offset_ranges(
         ranges[TopicPartition("orders", 0)].range  # OffsetRange(start=0, end=1042)
     """
     admin = admin_for(config)
-    topics: dict[str, TopicInfo] | None = None
+    topics: dict[str, TopicInfo | ListedTopic] | None = None
     if isinstance(partitions, TopicSelection):
         partitions, topics = admin.resolve(partitions)
     return admin.offset_ranges(partitions, isolation, topics=topics)
@@ -86,7 +87,7 @@ def offset_table(
         table.rows[TopicPartition("orders", 0)].lookup.offset  # the log start offset
     """
     admin = admin_for(config)
-    topics: dict[str, TopicInfo] | None = None
+    topics: dict[str, TopicInfo | ListedTopic] | None = None
     if isinstance(partitions, TopicSelection):
         partitions, topics = admin.resolve(partitions)
     return OffsetTable(

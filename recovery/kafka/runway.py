@@ -37,10 +37,13 @@ from recovery.runway import RecordStamp, TopicRetention
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RunwayFacts", "RunwayReader", "record_stamps", "runway_facts", "topic_retention"]
+__all__ = ["ReadUntil", "RunwayFacts", "RunwayReader", "record_stamps", "runway_facts", "topic_retention"]
 
 _CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy", "segment.ms")
 _BATCH = 500  # messages taken per consume() call
+_NOT_READ = "not read (the read ended before it: stopped, or not needed)"
+_STOPPED = "not read (stopped)"
+_CLOSE_WAIT_S = 5.0  # close() waits this long for a stopped read (a fetch round, a consumer close)
 
 
 class RunwayFacts(NamedTuple):
@@ -57,11 +60,11 @@ def runway_facts(
     positions: Iterable[tuple[TopicPartition, int]],
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     *,
-    stop: threading.Event | None = None,
+    until: ReadUntil | None = None,
 ) -> RunwayFacts:
     """The retention settings of the positions' topics, the record stamps at the positions and,
-    where ``retention.bytes`` applies, the partitions' sizes. ``stop`` set: the record reads end
-    (the positions not read yet say so)."""
+    where ``retention.bytes`` applies, the partitions' sizes. ``until``: when the record reads may
+    end early (the positions not read then say so); once it is stopped nothing more is waited for."""
     wanted = sorted(set(positions), key=lambda item: (item[0].topic, item[0].partition, item[1]))
     if not wanted:
         return RunwayFacts({}, {}, {})
@@ -69,7 +72,9 @@ def runway_facts(
     answer_retention = _ask_retention(kafka, {tp.topic for tp, _ in wanted})
     # Every position is read, compacted topics' too: the age of the oldest unread record is the
     # query's lag in time, worth showing whatever the retention.
-    stamps = record_stamps(kafka, wanted, isolation, stop=stop)
+    stamps = record_stamps(kafka, wanted, isolation, until=until)
+    if until is not None and until.stopped:  # the caller gave up: no more waiting
+        return RunwayFacts(dict.fromkeys({tp.topic for tp, _ in wanted}, _STOPPED), stamps, {})
     retention = answer_retention()
     sized = {
         tp
@@ -148,7 +153,7 @@ def record_stamps(
     positions: Iterable[tuple[TopicPartition, int]],
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     *,
-    stop: threading.Event | None = None,
+    until: ReadUntil | None = None,
 ) -> dict[tuple[TopicPartition, int], RecordStamp | str]:
     """The first record at or after each position (offset and timestamp), or why none was read.
 
@@ -164,11 +169,12 @@ def record_stamps(
             rounds.append({tp: offset})
     deadline = Deadline(kafka.timeout_s)
     out: dict[tuple[TopicPartition, int], RecordStamp | str] = {}
-    stop = stop or threading.Event()
+    until = until or ReadUntil()
     for batch in rounds:
-        if stop.is_set():
-            break
-        out.update(_one_round(kafka, batch, isolation, deadline, stop))
+        if until.done(batch):
+            out.update({(tp, o): _NOT_READ for tp, o in batch.items()})
+            continue
+        out.update(_one_round(kafka, batch, isolation, deadline, until))
     return out
 
 
@@ -177,7 +183,7 @@ def _one_round(
     positions: Mapping[TopicPartition, int],
     isolation: Isolation,
     deadline: Deadline,
-    stop: threading.Event,
+    until: ReadUntil,
 ) -> dict[tuple[TopicPartition, int], RecordStamp | str]:
     from confluent_kafka import Consumer, KafkaException
     from confluent_kafka import TopicPartition as KafkaTP
@@ -204,7 +210,7 @@ def _one_round(
     pending = dict(positions)
     try:
         consumer.assign([KafkaTP(tp.topic, tp.partition, o) for tp, o in positions.items()])
-        while pending and not deadline.expired() and not stop.is_set():
+        while pending and not deadline.expired() and not until.done(pending):
             # Short waits: consume() returns early only once _BATCH messages are in, and the last
             # partitions' few records sit out the whole timeout (a 50 ms wait cost every validate
             # ~50 ms; at 10 ms an idle loop still sleeps in librdkafka, not in Python).
@@ -219,7 +225,7 @@ def _one_round(
         pending = {}
     finally:
         consumer.close()
-    why = "not read (stopped)" if stop.is_set() else f"no record fetched within {kafka.timeout_s:g}s"
+    why = _NOT_READ if until.done(pending) else f"no record fetched within {kafka.timeout_s:g}s"
     found.update({(tp, o): why for tp, o in pending.items()})
     log.debug("runway: %d record stamps read", sum(isinstance(v, RecordStamp) for v in found.values()))
     return found
@@ -255,15 +261,44 @@ def _take(
     return tp
 
 
+class ReadUntil:
+    """When a record read may end before every position is read: once :meth:`stop` is called (the
+    caller gave up), or once every position passed to :meth:`want` is read (the others were only
+    guessed). Shared by the reading thread and its caller (plain attribute writes: atomic)."""
+
+    def __init__(self) -> None:
+        self._stopped = threading.Event()
+        self._wanted: frozenset[tuple[TopicPartition, int]] | None = None
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def want(self, positions: frozenset[tuple[TopicPartition, int]]) -> None:
+        self._wanted = positions
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def done(self, pending: Mapping[TopicPartition, int]) -> bool:
+        """Whether the positions still ``pending`` can be left unread."""
+        if self._stopped.is_set():
+            return True
+        wanted = self._wanted
+        return wanted is not None and not any((tp, o) in wanted for tp, o in pending.items())
+
+
 class RunwayReader:
     """The runway facts, read in a thread while the caller goes on (a validation asks for the
     offsets meanwhile: the record reads take a consumer's connection and a fetch round, about as
     long as the ListOffsets lookups).
 
-    ``start`` guesses the positions (where the checkpoint resumes, in partitions that exist); ``facts``
-    waits for them and reads, then, whatever the guess missed: the answer is the same as
-    :func:`runway_facts` of the positions asked, and never a partial one. ``close`` ends a read still
-    going (the caller failed) and waits for its thread, so no consumer outlives the command.
+    ``start`` guesses the positions (where the checkpoint resumes, in partitions that exist). ``facts``
+    tells the read which positions are wanted (it ends once those are read), waits for it, and
+    reads again every wanted position it has no record for: one at the log end when read ahead may
+    hold records by the time the offsets were asked (a record found ahead stays the answer: the
+    first record at or after a position does not change). ``close`` stops a read still going (the
+    caller failed) and waits a few seconds at most for its thread.
 
         reader = RunwayReader(kafka)
         reader.start(positions)      # returns at once
@@ -273,38 +308,38 @@ class RunwayReader:
 
     def __init__(self, kafka: KafkaConfig, isolation: Isolation = Isolation.READ_UNCOMMITTED) -> None:
         self.kafka, self.isolation = kafka, isolation
-        self._stop = threading.Event()
+        self._until = ReadUntil()
         self._thread: threading.Thread | None = None
-        self._asked: frozenset[tuple[TopicPartition, int]] = frozenset()
         self._read: RunwayFacts | BaseException | None = None
 
     def start(self, positions: Iterable[tuple[TopicPartition, int]]) -> None:
         if self._thread is not None:
             raise RuntimeError("a RunwayReader reads once")
-        self._asked = frozenset(positions)
-        self._thread = threading.Thread(target=self._run, name="runway-reader", daemon=True)
+        guessed = frozenset(positions)
+        self._thread = threading.Thread(target=self._run, args=(guessed,), name="runway-reader", daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
+    def _run(self, positions: frozenset[tuple[TopicPartition, int]]) -> None:
         try:
-            self._read = runway_facts(self.kafka, self._asked, self.isolation, stop=self._stop)
+            self._read = runway_facts(self.kafka, positions, self.isolation, until=self._until)
         except BaseException as exc:  # handed to the caller's thread by facts()
             self._read = exc
 
     def facts(self, positions: Iterable[tuple[TopicPartition, int]]) -> RunwayFacts:
-        """The facts of ``positions``: those read ahead, plus a read of the ones not guessed."""
+        """The facts of ``positions``: those read ahead, plus a read of the ones without a record."""
         wanted = frozenset(positions)
+        self._until.want(wanted)
         if self._thread is not None:
             self._thread.join()
         read = self._read
         if isinstance(read, BaseException):
             raise read
-        missed = wanted - self._asked if read is not None else wanted
         if read is None:
             return runway_facts(self.kafka, wanted, self.isolation)
-        if not missed:
+        again = {k for k in wanted if not isinstance(read.stamps.get(k), RecordStamp)}
+        if not again:
             return read
-        more = runway_facts(self.kafka, missed, self.isolation)
+        more = runway_facts(self.kafka, again, self.isolation)
         return RunwayFacts(
             {**read.retention, **more.retention},
             {**read.stamps, **more.stamps},
@@ -312,6 +347,6 @@ class RunwayReader:
         )
 
     def close(self) -> None:
-        self._stop.set()
+        self._until.stop()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(_CLOSE_WAIT_S)

@@ -285,3 +285,17 @@ def test_cli_does_not_import_spark_or_arrow() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_validate_names_a_missing_checkpoint_before_bad_client_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # validate starts its Kafka client early (it connects while the rest is imported): bad client
+    # settings still come second, as the checkpoint is read first.
+    root = tmp_path / "nope"
+    code, out, err = run(capsys, "validate", str(root), "-b", "127.0.0.1:1", "-X", "bogus.prop=1")
+    assert (code, out, err) == (2, "", f"Error: {root}: does not exist; no checkpoint here\n")
+    root.mkdir()
+    write_checkpoint(root)
+    code, out, err = run(capsys, "validate", str(root), "-b", "127.0.0.1:1", "-X", "bogus.prop=1")
+    assert (code, out) == (2, "") and err.startswith("Error: Kafka client settings are invalid")

@@ -150,7 +150,8 @@ def test_a_regex_matching_nothing_is_topic_not_found() -> None:
 
 
 def test_a_listed_topic_selects_as_a_described_one() -> None:
-    listed = {name: ListedTopic(name, info.partitions, info.internal) for name, info in INFOS.items()}
+    # internal as listed_topics tells it: by the "__" prefix
+    listed = {name: ListedTopic(name, info.partitions, name.startswith("__")) for name, info in INFOS.items()}
     for spec in ("orders", "orders.*:0", ".*"):
         selection = parse_topic_partitions(spec, exclude_internal=spec == ".*")
         by_listing = selected_partitions(selection, listed, "b:9092")

@@ -30,6 +30,7 @@ from recovery.kafka import (
 )
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.specs import TimeKind, TimeSpec, iso_utc, parse_topic_partitions, topic_regex
+from recovery.kafka.values import ListedTopic
 from recovery.local import topics
 from recovery.local.broker import LocalKafkaBroker
 from recovery.local.topics import Record
@@ -217,6 +218,22 @@ def test_selections_by_regex_and_partition_spec(kafka: KafkaConfig, new_topic: C
     assert by_list[tp(first, 9)] == MissingPartition(tp(first, 9), MissingReason.PARTITION_GONE)
     with pytest.raises(TopicNotFound, match="matches"):
         offset_ranges(kafka, topic_regex(prefix + "-zzz.*"))
+
+
+def test_a_listed_topic_gone_before_it_is_described_is_left_out_and_a_named_one_reported(
+    kafka: KafkaConfig, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(partitions=1)
+    gone = topic + "-deleted-after-listing"
+    asked = [tp(topic, 0), tp(gone, 0)]
+    admin = admin_for(kafka)
+    listed = {topic: ListedTopic(topic, 1, False), gone: ListedTopic(gone, 1, False)}
+
+    by_listing = admin.offset_ranges(asked, topics=listed)  # as a regex selection resolved them
+    by_name = admin.offset_ranges(asked)
+
+    assert list(by_listing) == [tp(topic, 0)] and isinstance(by_listing[tp(topic, 0)], PartitionOffsets)
+    assert by_name[tp(gone, 0)] == MissingPartition(tp(gone, 0), MissingReason.TOPIC_GONE)
 
 
 def test_recreated_topic_has_a_new_topic_id(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -267,39 +266,57 @@ def test_a_long_table_shows_what_needs_action_first_and_json_shows_all(
     assert len(json.loads(body.stdout)["partitions"]) == 60
 
 
-def test_the_runway_read_ahead_answers_as_a_read_after_and_reads_what_it_did_not_guess(
+def test_the_runway_read_ahead_reads_again_what_it_found_no_record_for(
     bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
     kafka = KafkaConfig(bootstrap)
     topic = new_topic(2)
     topics.produce(bootstrap, topic, topics.keyed_records(20, partitions=2))
     p0, p1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
-    wanted = {(p0, 3), (p1, 7)}
-
     reader = RunwayReader(kafka)
-    reader.start({(p0, 3), (p0, 10), (p1, 2)})  # a guess: one right, one never asked, one wrong
-    ahead = reader.facts(wanted)
-    reader.close()
+    reader.start({(p0, 3), (p0, 10), (p1, 2)})  # p0 at 10: its log end when read ahead
+    try:
+        reader.facts(set())  # the read ahead is over (nothing wanted yet)
+        topics.produce(bootstrap, topic, topics.keyed_records(2, partitions=2, start=20))
+        wanted = {(p0, 3), (p0, 10), (p1, 7)}  # (p1, 7) was not guessed
+
+        ahead = reader.facts(wanted)
+    finally:
+        reader.close()
     after = runway_facts(kafka, wanted)
 
-    assert {k: ahead.stamps[k] for k in wanted} == after.stamps
-    assert {k: s.offset for k, s in after.stamps.items() if isinstance(s, RecordStamp)} == {
+    stamps = {k: ahead.stamps[k] for k in wanted}
+    assert stamps == after.stamps
+    assert {k: s.offset for k, s in stamps.items() if isinstance(s, RecordStamp)} == {
         (p0, 3): 3,
+        (p0, 10): 10,  # appended after the read ahead reached the end: read again
         (p1, 7): 7,
     }
     assert ahead.retention == after.retention
 
 
-def test_a_closed_runway_read_leaves_no_thread_or_consumer_behind(
+def test_a_runway_read_ahead_ends_once_the_wanted_positions_are_read_or_when_closed(
     bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
+    # A guessed partition that does not exist never answers: without an end the read would wait
+    # out the whole timeout, and its position would say so.
+    kafka = KafkaConfig(bootstrap, timeout_s=120)
     topic = new_topic(1)
     topics.produce(bootstrap, topic, topics.keyed_records(5, partitions=1))
-    reader = RunwayReader(KafkaConfig(bootstrap))
-    reader.start({(TopicPartition(topic, 0), 1)})
+    real, never = TopicPartition(topic, 0), TopicPartition(topic, 7)
 
-    reader.close()  # the caller failed before asking for the facts
+    reader = RunwayReader(kafka)
+    reader.start({(real, 1), (never, 0)})
+    facts = reader.facts({(real, 1)})
+    reader.close()
 
-    assert not [t for t in threading.enumerate() if t.name == "runway-reader"]
+    read = facts.stamps[(real, 1)]
+    assert isinstance(read, RecordStamp) and read.offset == 1
+    assert str(facts.stamps[(never, 0)]).startswith("not read (the read ended before it")
+
+    closed = RunwayReader(kafka)
+    closed.start({(never, 0)})
+    closed.close()  # the caller failed before asking for the facts
+    assert str(closed.facts(set()).stamps[(never, 0)]).startswith("not read (the read ended before it")
     with pytest.raises(RuntimeError, match="reads once"):
-        reader.start({(TopicPartition(topic, 0), 1)})
+        closed.start({(real, 1)})
