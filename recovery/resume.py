@@ -120,7 +120,10 @@ def cluster_for(
             # is known only from the same answers, and an extra partition costs nothing here
             unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
             times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set()).update(unrecorded)
-    cluster, found = cluster_with_times(kafka, checkpoint_topics(view), isolation, times, described=described)
+    known = {tp for s in view.sources for tp in (*s.start, *(s.end or {}))}
+    cluster, found = cluster_with_times(
+        kafka, checkpoint_topics(view), isolation, times, described=described, expected=known
+    )
     cluster = replace(cluster, isolation=isolation)
     # Where no record is that new: the high watermark (not below the log end): no evidence.
     ends = cluster.high_watermarks or {tp: r.end for tp, r in cluster.partitions.items()}

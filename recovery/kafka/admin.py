@@ -245,11 +245,16 @@ class KafkaAdmin:
         times: Mapping[int, Iterable[TopicPartition]],
         *,
         topics: Topics | None = None,
+        described: Callable[[Mapping[str, TopicInfo]], object] | None = None,
     ) -> tuple[dict[TopicPartition, PartitionOffsets | MissingPartition], FirstOffsets]:
         """:meth:`offset_ranges` and, in the same round of requests, the first offset at or after
         each timestamp of ``times`` (KIP-79) in its partitions, None where no record is that new;
         partitions not among ``partitions`` are not asked. Under read_committed the ranges carry
-        the high watermark and the last stable offset."""
+        the high watermark and the last stable offset.
+
+        ``described`` is called with the partitions' existing topics (described beside the
+        ListOffsets unless in ``topics``) once every ListOffsets request is sent, before their
+        answers are awaited."""
         rows, found = self._rows_and_times(
             partitions,
             TimeSpec(TimeKind.LATEST),
@@ -258,6 +263,7 @@ class KafkaAdmin:
             topics,
             times,
             with_lso=isolation is Isolation.READ_COMMITTED,
+            described=described,
         )
         ranges = {tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()}
         return ranges, found
@@ -305,12 +311,13 @@ class KafkaAdmin:
         times: Mapping[int, Iterable[TopicPartition]],
         *,
         with_lso: bool,
+        described: Callable[[Mapping[str, TopicInfo]], object] | None = None,
     ) -> tuple[dict[TopicPartition, OffsetRow | MissingPartition], FirstOffsets]:
         tps = sorted(set(partitions), key=tp_key)
         deadline = Deadline(self.config.timeout_s)
         listed = {name for name, topic in (topics or {}).items() if isinstance(topic, ListedTopic)}
-        described = {name: t for name, t in (topics or {}).items() if isinstance(t, TopicInfo)}
-        infos = self._known_topics({tp.topic for tp in tps}, described, deadline)
+        known = {name: t for name, t in (topics or {}).items() if isinstance(t, TopicInfo)}
+        infos = self._known_topics({tp.topic for tp in tps}, known, deadline, then=described)
         queries = ans.queries(time_spec, isolation, with_lso=with_lso)
         asked = set(tps)
         named = {f"at {ts}": ts for ts in times}
@@ -334,16 +341,26 @@ class KafkaAdmin:
         return dict(sorted(result.items(), key=item_key)), found
 
     def _known_topics(
-        self, names: set[str], known: Mapping[str, TopicInfo] | None, deadline: Deadline
+        self,
+        names: set[str],
+        known: Mapping[str, TopicInfo] | None,
+        deadline: Deadline,
+        then: Callable[[Mapping[str, TopicInfo]], object] | None = None,
     ) -> Callable[[], dict[str, TopicInfo]]:
         """The existing topics among ``names``: those in ``known``, and the others, whose
-        DescribeTopics request is sent now; the function returned waits for its answer."""
+        DescribeTopics request is sent now; the function returned waits for its answer (once:
+        later calls return it again) and hands it to ``then``."""
         infos = {name: info for name, info in (known or {}).items() if name in names}
         describing = self._describing(names - set(infos), deadline)
+        answered: list[dict[str, TopicInfo]] = []
 
         def answer() -> dict[str, TopicInfo]:
-            infos.update({n: i for n, i in describing().items() if i is not None})
-            return infos
+            if not answered:
+                infos.update({n: i for n, i in describing().items() if i is not None})
+                answered.append(infos)
+                if then is not None:
+                    then(dict(infos))
+            return answered[0]
 
         return answer
 
@@ -357,17 +374,16 @@ class KafkaAdmin:
     ) -> tuple[ans.Answers, dict[TopicPartition, MissingPartition], Mapping[str, TopicInfo]]:
         """Answers to every query that agree with each other, the partitions that do not exist, and
         the existing topics (``topics()``: its DescribeTopics went out with the ListOffsets; its
-        answer is awaited after the first round of them).
+        answer is awaited once they are all sent, before their answers).
 
         The lookups go out together; a DeleteRecords or a commit landing between them can make them
         disagree (log start > high watermark), so such partitions are read again. A partition
         answered "unknown" that the metadata still lists (a leader moving, metadata propagating) is
         asked again too, until the deadline.
         """
-        infos: Mapping[str, TopicInfo] | None = None
         for attempt in itertools.count():
-            answers, gone = self.list_offsets(tps, queries, deadline, only)
-            infos = topics() if infos is None else infos
+            answers, gone = self.list_offsets(tps, queries, deadline, only, sent=topics)
+            infos = topics()
             missing = self._missing(gone | {tp for tp in tps if tp.topic not in infos}, deadline)
             unsure = sorted(gone - set(missing), key=tp_key)
             if unsure:
@@ -386,9 +402,11 @@ class KafkaAdmin:
         queries: Mapping[str, ans.Query],
         deadline: Deadline,
         only: Mapping[str, Iterable[TopicPartition]] | None = None,
+        sent: Callable[[], object] | None = None,
     ) -> tuple[dict[str, dict[TopicPartition, tuple[int, int]]], set[TopicPartition]]:
         """Run several ListOffsets lookups of ``partitions`` at once: ``{name: (TimeSpec, isolation)}``;
-        ``only``: the partitions of some lookups, when not all of ``partitions``.
+        ``only``: the partitions of some lookups, when not all of ``partitions``; ``sent``: called
+        once the first round of requests is sent, before any answer is awaited.
 
         Returns ``{name: {tp: (offset, timestamp)}}`` and the partitions the cluster does not know.
         Transient errors are retried until ``deadline``; then KafkaUnavailable.
@@ -401,7 +419,8 @@ class KafkaAdmin:
         # asked for, so the sets and dicts below compare by identity first (no string compare).
         asked = {(tp.topic, tp.partition): tp for tps_ in pending.values() for tp in tps_}
         for attempt in itertools.count():
-            last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked)
+            last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked, sent)
+            sent = None
             if not any(pending.values()):
                 break
             assert last_error is not None  # a partition is left only after a transient error
@@ -418,6 +437,7 @@ class KafkaAdmin:
         gone: set[TopicPartition],
         deadline: Deadline,
         asked: Mapping[tuple[str, int], TopicPartition],
+        sent: Callable[[], object] | None = None,
     ) -> BaseException | None:
         """One round of every pending lookup, all sent before any answer is awaited: answered and
         gone partitions leave ``pending``; returns the last transient error (the others are asked
@@ -437,7 +457,10 @@ class KafkaAdmin:
             else:
                 raise translate(exc, f"ListOffsets for {tp}", self.config) from exc
 
-        for name, wait in self._submit(queries, pending, deadline).items():
+        waits = self._submit(queries, pending, deadline)
+        if sent is not None:
+            sent()
+        for name, wait in waits.items():
             try:
                 answered = wait()
             except KafkaException as exc:  # the whole lookup failed: so did each of its partitions

@@ -115,6 +115,31 @@ def test_cluster_with_times_answers_time_lookups_in_the_same_round(
     assert found == {t0 + 2: {tp0: 2, tp1: None}, t0 + 9: {tp0: None}}
 
 
+def test_expected_partitions_asked_beside_the_description_give_the_same_view(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str], topic_name: str
+) -> None:
+    """A checkpoint's partitions are asked while the topics are described: one it does not know
+    (added since) is asked next, one the cluster does not have is left out, one of a topic that
+    does not exist too; the view, the time answers and the topic counts handed over are the same."""
+    topic = new_topic(partitions=3)
+    t0 = int(time.time() * 1000) - 3_600_000
+    topics.produce(bootstrap, topic, [Record("k", f"v{i}", i % 3, t0 + i) for i in range(9)])
+    tp0, tp2 = TopicPartition(topic, 0), TopicPartition(topic, 2)
+    gone = topic_name + "-x"
+    expected = [tp0, TopicPartition(topic, 1), TopicPartition(topic, 9), TopicPartition(gone, 0)]
+    asked = {t0 + 2: [tp0, TopicPartition(topic, 9)]}
+    counts: list[dict[str, int]] = []
+
+    view, found = cluster_with_times(
+        kafka, [topic, gone], Isolation.READ_UNCOMMITTED, asked, described=counts.append, expected=expected
+    )
+
+    assert view == cluster_view(kafka, [topic, gone])
+    assert set(view.partitions) == {tp0, TopicPartition(topic, 1), tp2}  # 2: not expected, still there
+    assert found == {t0 + 2: {tp0: 1}}  # partition 0 holds t0, t0+3, t0+6
+    assert counts == [{topic: 3}]
+
+
 def test_timestamp_types_name_whose_clock_stamps_the_records(
     kafka: KafkaConfig, new_topic: Callable[..., str]
 ) -> None:
