@@ -384,7 +384,12 @@ class KafkaAdmin:
         for attempt in itertools.count():
             answers, gone = self.list_offsets(tps, queries, deadline, only, sent=topics)
             infos = topics()
-            missing = self._missing(gone | {tp for tp in tps if tp.topic not in infos}, deadline)
+            # A topic the description does not have is gone (as when it was described first: its
+            # partitions were never in the view); only unknown partitions of a described topic
+            # are described again, to tell a missing partition from a lagging leader.
+            undescribed = {tp for tp in tps if tp.topic not in infos}
+            missing = {tp: MissingPartition(tp, MissingReason.TOPIC_GONE) for tp in undescribed}
+            missing.update(self._missing(gone - undescribed, deadline))
             unsure = sorted(gone - set(missing), key=tp_key)
             if unsure:
                 if not deadline.allows(attempt):

@@ -42,6 +42,11 @@ __all__ = ["ReadUntil", "RunwayFacts", "RunwayReader", "record_stamps", "runway_
 _CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy", "segment.ms")
 _BATCH = 500  # messages taken per consume() call
 _NOT_READ = "not read (the read ended before it: stopped, or not needed)"
+_AT_END = "nothing readable at or after it now (transaction markers or aborted records only)"
+_OUT_OF_RANGE = "deleted while being read"
+# What a read ahead may answer for a position that has a record by the time the offsets are known:
+# read again. Other answers (a fetch error, a timeout, settings refused) would only repeat.
+_READ_AGAIN = frozenset({_NOT_READ, _AT_END, _OUT_OF_RANGE})
 _STOPPED = "not read (stopped)"
 _CLOSE_WAIT_S = 5.0  # close() waits this long for a stopped read (a fetch round, a consumer close)
 
@@ -248,9 +253,9 @@ def _take(
     if err is not None:
         name = err.name()
         if name == "_PARTITION_EOF":
-            reason = "nothing readable at or after it now (transaction markers or aborted records only)"
-        elif name == "OFFSET_OUT_OF_RANGE":
-            reason = "deleted while being read"
+            reason = _AT_END
+        elif name in ("OFFSET_OUT_OF_RANGE", "_AUTO_OFFSET_RESET"):  # the latter: auto.offset.reset=error
+            reason = _OUT_OF_RANGE
         else:
             reason = f"fetch answered {name}"
         found[(tp, position)] = reason
@@ -295,9 +300,10 @@ class RunwayReader:
 
     ``start`` guesses the positions (where the checkpoint resumes, in partitions that exist). ``facts``
     tells the read which positions are wanted (it ends once those are read), waits for it, and
-    reads again every wanted position it has no record for: one at the log end when read ahead may
-    hold records by the time the offsets were asked (a record found ahead stays the answer: the
-    first record at or after a position does not change). ``close`` stops a read still going (the
+    reads the wanted positions it did not guess, and again those it found at the log end or past
+    it (records may have arrived by the time the offsets were asked). A record found ahead stays
+    the answer (the first record at or after a position does not change), and so does a fetch
+    error or a timeout (reading again would repeat it). ``close`` stops a read still going (the
     caller failed) and waits a few seconds at most for its thread.
 
         reader = RunwayReader(kafka)
@@ -326,17 +332,17 @@ class RunwayReader:
             self._read = exc
 
     def facts(self, positions: Iterable[tuple[TopicPartition, int]]) -> RunwayFacts:
-        """The facts of ``positions``: those read ahead, plus a read of the ones without a record."""
+        """The facts of ``positions``: those read ahead, plus a read of the ones not guessed and of
+        those found at or past the log end (see the class)."""
         wanted = frozenset(positions)
         self._until.want(wanted)
-        if self._thread is not None:
-            self._thread.join()
+        self.wait()
         read = self._read
         if isinstance(read, BaseException):
             raise read
         if read is None:
             return runway_facts(self.kafka, wanted, self.isolation)
-        again = {k for k in wanted if not isinstance(read.stamps.get(k), RecordStamp)}
+        again = {k for k in wanted if k not in read.stamps or read.stamps[k] in _READ_AGAIN}
         if not again:
             return read
         more = runway_facts(self.kafka, again, self.isolation)
@@ -345,6 +351,17 @@ class RunwayReader:
             {**read.stamps, **more.stamps},
             {**read.sizes, **more.sizes},
         )
+
+    def wait(self) -> None:
+        """Wait for the read ahead to end: every guessed position answered (or, after ``facts``,
+        every wanted one), stopped, or the timeout."""
+        if self._thread is not None:
+            self._thread.join()
+
+    @property
+    def reading(self) -> bool:
+        """Whether the read ahead is still going."""
+        return self._thread is not None and self._thread.is_alive()
 
     def close(self) -> None:
         self._until.stop()

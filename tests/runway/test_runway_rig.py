@@ -266,7 +266,7 @@ def test_a_long_table_shows_what_needs_action_first_and_json_shows_all(
     assert len(json.loads(body.stdout)["partitions"]) == 60
 
 
-def test_the_runway_read_ahead_reads_again_what_it_found_no_record_for(
+def test_the_runway_read_ahead_keeps_the_records_it_found_and_reads_the_log_end_again(
     bootstrap: str, new_topic: Callable[..., str]
 ) -> None:
     kafka = KafkaConfig(bootstrap)
@@ -276,8 +276,9 @@ def test_the_runway_read_ahead_reads_again_what_it_found_no_record_for(
     reader = RunwayReader(kafka)
     reader.start({(p0, 3), (p0, 10), (p1, 2)})  # p0 at 10: its log end when read ahead
     try:
-        reader.facts(set())  # the read ahead is over (nothing wanted yet)
+        reader.wait()  # every guessed position answered
         topics.produce(bootstrap, topic, topics.keyed_records(2, partitions=2, start=20))
+        topics.delete_records(bootstrap, topic, {0: 5})  # what the read ahead found at 3 goes
         wanted = {(p0, 3), (p0, 10), (p1, 7)}  # (p1, 7) was not guessed
 
         ahead = reader.facts(wanted)
@@ -285,12 +286,15 @@ def test_the_runway_read_ahead_reads_again_what_it_found_no_record_for(
         reader.close()
     after = runway_facts(kafka, wanted)
 
-    stamps = {k: ahead.stamps[k] for k in wanted}
-    assert stamps == after.stamps
-    assert {k: s.offset for k, s in stamps.items() if isinstance(s, RecordStamp)} == {
-        (p0, 3): 3,
-        (p0, 10): 10,  # appended after the read ahead reached the end: read again
-        (p1, 7): 7,
+    offsets = {k: s.offset if isinstance(s, RecordStamp) else s for k, s in ahead.stamps.items()}
+    assert {k: offsets[k] for k in wanted} == {
+        (p0, 3): 3,  # found ahead, kept (read now, it is gone)
+        (p0, 10): 10,  # at the log end when read ahead, appended since: read again
+        (p1, 7): 7,  # not guessed: read
+    }
+    assert after.stamps[(p0, 3)] == "deleted while being read"
+    assert {k: ahead.stamps[k] for k in wanted - {(p0, 3)}} == {
+        k: after.stamps[k] for k in wanted - {(p0, 3)}
     }
     assert ahead.retention == after.retention
 
@@ -316,7 +320,9 @@ def test_a_runway_read_ahead_ends_once_the_wanted_positions_are_read_or_when_clo
 
     closed = RunwayReader(kafka)
     closed.start({(never, 0)})
+    assert closed.reading
     closed.close()  # the caller failed before asking for the facts
+    assert not closed.reading
     assert str(closed.facts(set()).stamps[(never, 0)]).startswith("not read (the read ended before it")
     with pytest.raises(RuntimeError, match="reads once"):
         closed.start({(real, 1)})
