@@ -21,6 +21,7 @@ from click.testing import CliRunner, Result
 from recovery.api import checkpoint_lag, validate_checkpoint
 from recovery.cli import cli, run
 from recovery.gate import prestart_gate
+from recovery.kafka import runway as runway_module
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.runway import RunwayReader, runway_facts
 from recovery.local import topics
@@ -326,3 +327,20 @@ def test_a_runway_read_ahead_ends_once_the_wanted_positions_are_read_or_when_clo
     assert str(closed.facts(set()).stamps[(never, 0)]).startswith("not read (the read ended before it")
     with pytest.raises(RuntimeError, match="reads once"):
         closed.start({(real, 1)})
+
+
+def test_a_large_guess_is_not_read_ahead_and_the_wanted_positions_are_read_after(
+    bootstrap: str, new_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runway_module, "READ_AHEAD_MAX", 1)
+    topic = new_topic(1)
+    topics.produce(bootstrap, topic, topics.keyed_records(5, partitions=1))
+    p0 = TopicPartition(topic, 0)
+    reader = RunwayReader(KafkaConfig(bootstrap))
+
+    reader.start({(p0, 1), (p0, 2)})  # two positions: more than the read ahead takes
+
+    assert not reader.reading
+    facts = reader.facts({(p0, 2)})
+    read = facts.stamps[(p0, 2)]
+    assert isinstance(read, RecordStamp) and read.offset == 2 and (p0, 1) not in facts.stamps
