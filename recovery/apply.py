@@ -109,8 +109,7 @@ def apply(
         # The same facts the plan was made from: the sink's batch, the recreation evidence.
         view, _ = checkpoint_view(chk)
         view = sink_facts(view, plan.sink.table if plan.sink else None, storage_options)
-        # The ids it records as healthy must be no newer than the offsets judged healthy.
-        cluster = cluster_for(kafka, resolve_sink(view), plan.isolation, describe_first=True)
+        cluster = cluster_for(kafka, resolve_sink(view), plan.isolation)
         strategy, policy = plan.made_with or (None, None)
         fresh = replace(plan_repair(view, cluster, strategy, policy), isolation=plan.isolation)
         if fresh.refused:

@@ -105,21 +105,14 @@ def cluster_for(
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     *,
     described: Callable[[Mapping[str, int]], object] | None = None,
-    describe_first: bool = False,
 ) -> ClusterView:
     """What the planning core needs from Kafka to judge ``view``: the log ranges, under
     read_committed also the high watermarks (an open transaction), and, for topics whose ids were
     never recorded, the recreation evidence: the first offset whose record is newer than the batch
     that read up to the position (``ListOffsets`` by time, at ``batchTimestampMs`` plus the
     clock-skew allowance). All of it in one round (:func:`recovery.kafka.cluster.cluster_with_times`):
-    the Metadata request and the ListOffsets requests of every lookup for the checkpoint's
-    partitions sent together (then those of partitions added since, if any). ``described``: called
-    with the existing topics' partition counts once the Metadata answer is in, before the
-    ListOffsets answers are awaited.
-
-    ``describe_first``: the Metadata answer (the topic ids) before the ListOffsets requests, so
-    the ids are never newer than the offsets: for recording them as healthy (a topic recreated
-    between the two would otherwise have its new id recorded against the old topic's offsets)."""
+    one Metadata request, then the ListOffsets requests of every lookup sent together.
+    ``described``: called with the existing topics' partition counts between the two."""
     times: dict[int, set[TopicPartition]] = {}
     for source in view.sources:
         if source.start_read_by_ms is not None:
@@ -127,15 +120,7 @@ def cluster_for(
             # is known only from the same answers, and an extra partition costs nothing here
             unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
             times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set()).update(unrecorded)
-    known = {tp for s in view.sources for tp in (*s.start, *(s.end or {}))}
-    cluster, found = cluster_with_times(
-        kafka,
-        checkpoint_topics(view),
-        isolation,
-        times,
-        described=described,
-        expected=() if describe_first else known,
-    )
+    cluster, found = cluster_with_times(kafka, checkpoint_topics(view), isolation, times, described=described)
     cluster = replace(cluster, isolation=isolation)
     # Where no record is that new: the high watermark (not below the log end): no evidence.
     ends = cluster.high_watermarks or {tp: r.end for tp, r in cluster.partitions.items()}

@@ -245,16 +245,11 @@ class KafkaAdmin:
         times: Mapping[int, Iterable[TopicPartition]],
         *,
         topics: Topics | None = None,
-        described: Callable[[Mapping[str, TopicInfo]], object] | None = None,
     ) -> tuple[dict[TopicPartition, PartitionOffsets | MissingPartition], FirstOffsets]:
         """:meth:`offset_ranges` and, in the same round of requests, the first offset at or after
         each timestamp of ``times`` (KIP-79) in its partitions, None where no record is that new;
         partitions not among ``partitions`` are not asked. Under read_committed the ranges carry
-        the high watermark and the last stable offset.
-
-        ``described`` is called with the partitions' existing topics (described beside the
-        ListOffsets unless in ``topics``) once every ListOffsets request is sent, before their
-        answers are awaited."""
+        the high watermark and the last stable offset."""
         rows, found = self._rows_and_times(
             partitions,
             TimeSpec(TimeKind.LATEST),
@@ -263,7 +258,6 @@ class KafkaAdmin:
             topics,
             times,
             with_lso=isolation is Isolation.READ_COMMITTED,
-            described=described,
         )
         ranges = {tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()}
         return ranges, found
@@ -311,13 +305,12 @@ class KafkaAdmin:
         times: Mapping[int, Iterable[TopicPartition]],
         *,
         with_lso: bool,
-        described: Callable[[Mapping[str, TopicInfo]], object] | None = None,
     ) -> tuple[dict[TopicPartition, OffsetRow | MissingPartition], FirstOffsets]:
         tps = sorted(set(partitions), key=tp_key)
         deadline = Deadline(self.config.timeout_s)
         listed = {name for name, topic in (topics or {}).items() if isinstance(topic, ListedTopic)}
         known = {name: t for name, t in (topics or {}).items() if isinstance(t, TopicInfo)}
-        infos = self._known_topics({tp.topic for tp in tps}, known, deadline, then=described)
+        infos = self._known_topics({tp.topic for tp in tps}, known, listed, deadline)
         queries = ans.queries(time_spec, isolation, with_lso=with_lso)
         asked = set(tps)
         named = {f"at {ts}": ts for ts in times}
@@ -341,25 +334,24 @@ class KafkaAdmin:
         return dict(sorted(result.items(), key=item_key)), found
 
     def _known_topics(
-        self,
-        names: set[str],
-        known: Mapping[str, TopicInfo] | None,
-        deadline: Deadline,
-        then: Callable[[Mapping[str, TopicInfo]], object] | None = None,
+        self, names: set[str], known: Mapping[str, TopicInfo], listed: set[str], deadline: Deadline
     ) -> Callable[[], dict[str, TopicInfo]]:
-        """The existing topics among ``names``: those in ``known``, and the others, whose
-        DescribeTopics request is sent now; the function returned waits for its answer (once:
-        later calls return it again) and hands it to ``then``."""
-        infos = {name: info for name, info in (known or {}).items() if name in names}
-        describing = self._describing(names - set(infos), deadline)
+        """The existing topics among ``names``: those in ``known``; the ``listed`` ones, whose
+        DescribeTopics request is sent now; and the others, described now, before the ListOffsets:
+        the description fills the client's metadata cache, where each ListOffsets call finds the
+        partitions' leaders (sent before it, each call would ask the cluster for them again; a
+        topic listing already filled it for the listed ones). The function returned waits for the
+        listed topics' answer (once: later calls return it again)."""
+        infos = {name: info for name, info in known.items() if name in names}
+        if cold := names - set(infos) - listed:
+            infos.update({n: i for n, i in self.describe(cold, deadline).items() if i is not None})
+        describing = self._describing((names & listed) - set(infos), deadline)
         answered: list[dict[str, TopicInfo]] = []
 
         def answer() -> dict[str, TopicInfo]:
             if not answered:
                 infos.update({n: i for n, i in describing().items() if i is not None})
                 answered.append(infos)
-                if then is not None:
-                    then(dict(infos))
             return answered[0]
 
         return answer
@@ -373,8 +365,8 @@ class KafkaAdmin:
         only: Mapping[str, Iterable[TopicPartition]] | None = None,
     ) -> tuple[ans.Answers, dict[TopicPartition, MissingPartition], Mapping[str, TopicInfo]]:
         """Answers to every query that agree with each other, the partitions that do not exist, and
-        the existing topics (``topics()``: its DescribeTopics went out with the ListOffsets; its
-        answer is awaited once they are all sent, before their answers).
+        the existing topics (``topics()``, awaited after the first round of ListOffsets: a listed
+        topic's DescribeTopics goes out with them).
 
         The lookups go out together; a DeleteRecords or a commit landing between them can make them
         disagree (log start > high watermark), so such partitions are read again. A partition
@@ -382,7 +374,7 @@ class KafkaAdmin:
         asked again too, until the deadline.
         """
         for attempt in itertools.count():
-            answers, gone = self.list_offsets(tps, queries, deadline, only, sent=topics)
+            answers, gone = self.list_offsets(tps, queries, deadline, only)
             infos = topics()
             # A topic the description does not have is gone (as when it was described first: its
             # partitions were never in the view); only unknown partitions of a described topic
@@ -407,11 +399,9 @@ class KafkaAdmin:
         queries: Mapping[str, ans.Query],
         deadline: Deadline,
         only: Mapping[str, Iterable[TopicPartition]] | None = None,
-        sent: Callable[[], object] | None = None,
     ) -> tuple[dict[str, dict[TopicPartition, tuple[int, int]]], set[TopicPartition]]:
         """Run several ListOffsets lookups of ``partitions`` at once: ``{name: (TimeSpec, isolation)}``;
-        ``only``: the partitions of some lookups, when not all of ``partitions``; ``sent``: called
-        once the first round of requests is sent, before any answer is awaited.
+        ``only``: the partitions of some lookups, when not all of ``partitions``.
 
         Returns ``{name: {tp: (offset, timestamp)}}`` and the partitions the cluster does not know.
         Transient errors are retried until ``deadline``; then KafkaUnavailable.
@@ -424,8 +414,7 @@ class KafkaAdmin:
         # asked for, so the sets and dicts below compare by identity first (no string compare).
         asked = {(tp.topic, tp.partition): tp for tps_ in pending.values() for tp in tps_}
         for attempt in itertools.count():
-            last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked, sent)
-            sent = None
+            last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked)
             if not any(pending.values()):
                 break
             assert last_error is not None  # a partition is left only after a transient error
@@ -442,7 +431,6 @@ class KafkaAdmin:
         gone: set[TopicPartition],
         deadline: Deadline,
         asked: Mapping[tuple[str, int], TopicPartition],
-        sent: Callable[[], object] | None = None,
     ) -> BaseException | None:
         """One round of every pending lookup, all sent before any answer is awaited: answered and
         gone partitions leave ``pending``; returns the last transient error (the others are asked
@@ -462,10 +450,7 @@ class KafkaAdmin:
             else:
                 raise translate(exc, f"ListOffsets for {tp}", self.config) from exc
 
-        waits = self._submit(queries, pending, deadline)
-        if sent is not None:
-            sent()
-        for name, wait in waits.items():
+        for name, wait in self._submit(queries, pending, deadline).items():
             try:
                 answered = wait()
             except KafkaException as exc:  # the whole lookup failed: so did each of its partitions

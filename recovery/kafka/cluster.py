@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from recovery.errors import NoOffsetForTime
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.values import MissingPartition, PartitionOffsets, TopicInfo
+from recovery.kafka.values import PartitionOffsets
 from recovery.model import ClusterView, Isolation, NoMatch, TopicPartition, TopicSelection
 
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID in Kafka's base64 form
@@ -43,25 +43,20 @@ def cluster_with_times(
     times: Mapping[int, Iterable[TopicPartition]],
     *,
     described: Callable[[Mapping[str, int]], object] | None = None,
-    expected: Iterable[TopicPartition] = (),
 ) -> tuple[ClusterView, Mapping[int, Mapping[TopicPartition, int | None]]]:
     """:func:`cluster_view` (under read_committed with its ``high_watermarks`` and ``isolation``
     set) and, sent in the same round of requests, the first offset whose record's timestamp is
     >= T for each ``T: partitions`` of ``times`` (KIP-79; None where no record is that new).
     Partitions of topics that do not exist are left out. ``described`` is called with the existing
-    topics' partition counts as soon as they are known, before any ListOffsets answer is awaited
+    topics' partition counts as soon as they are known, before the ListOffsets requests go out
     (so a caller can start other reads of those partitions meanwhile).
-
-    ``expected``: the partitions the caller knows of (a checkpoint's), covering ``topics``. Their
-    ListOffsets requests go out with the DescribeTopics request instead of after it; partitions the
-    description adds (new ones) are asked next, and expected ones that do not exist left out.
 
     Example::
 
         view, found = cluster_with_times(kafka, {"orders"}, READ_UNCOMMITTED, {t: [orders_0]})
         found[t][orders_0]  # 1042, or None
     """
-    view, hwms, found = _read_cluster(kafka, topics, isolation, times, described, expected)
+    view, hwms, found = _read_cluster(kafka, topics, isolation, times, described)
     if isolation is Isolation.READ_COMMITTED:
         view = replace(view, isolation=isolation, high_watermarks=hwms)
     return view, found
@@ -73,32 +68,15 @@ def _read_cluster(
     isolation: Isolation,
     times: Mapping[int, Iterable[TopicPartition]],
     described: Callable[[Mapping[str, int]], object] | None = None,
-    expected: Iterable[TopicPartition] = (),
 ) -> tuple[ClusterView, dict[TopicPartition, int], Mapping[int, Mapping[TopicPartition, int | None]]]:
     from recovery.kafka.admin import admin_for
 
     admin = admin_for(kafka)
-    names = set(topics)
-    guess = {tp for tp in expected if tp.topic in names}
-    infos: dict[str, TopicInfo] = {}
-
-    def seen(existing: Mapping[str, TopicInfo]) -> None:
-        infos.update(existing)
-        if described is not None:
-            described({name: info.partitions for name, info in existing.items()})
-
-    ranges: dict[TopicPartition, PartitionOffsets | MissingPartition] = {}
-    found: Mapping[int, Mapping[TopicPartition, int | None]] = {}
-    if guess and {tp.topic for tp in guess} == names:
-        # The expected partitions are asked while the topics are described (one round trip less).
-        ranges, found = admin.ranges_and_times(guess, isolation, times, described=seen)
-    else:
-        seen({name: info for name, info in admin.describe(sorted(names)).items() if info is not None})
+    infos = {name: info for name, info in admin.describe(sorted(set(topics))).items() if info is not None}
+    if described is not None:
+        described({name: info.partitions for name, info in infos.items()})
     tps = [TopicPartition(name, p) for name, info in sorted(infos.items()) for p in range(info.partitions)]
-    if new := [tp for tp in tps if tp not in ranges]:
-        more, more_found = admin.ranges_and_times(new, isolation, times, topics=infos)
-        ranges.update(more)
-        found = {t: {**found.get(t, {}), **more_found.get(t, {})} for t in {*found, *more_found}}
+    ranges, found = admin.ranges_and_times(tps, isolation, times, topics=infos) if tps else ({}, {})
     rows = [row for row in ranges.values() if isinstance(row, PartitionOffsets)]
     # A broker without topic ids (KIP-516) answers the zero UUID: unknown, never recorded or compared.
     ids = {name: info.topic_id for name, info in sorted(infos.items()) if info.topic_id != ZERO_TOPIC_ID}

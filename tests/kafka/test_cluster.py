@@ -115,53 +115,6 @@ def test_cluster_with_times_answers_time_lookups_in_the_same_round(
     assert found == {t0 + 2: {tp0: 2, tp1: None}, t0 + 9: {tp0: None}}
 
 
-def test_expected_partitions_asked_beside_the_description_give_the_same_view(
-    kafka: KafkaConfig,
-    bootstrap: str,
-    new_topic: Callable[..., str],
-    topic_name: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A checkpoint's partitions are asked while the topics are described: one it does not know
-    (added since) is asked next, one the cluster does not have is left out, one of a topic that
-    does not exist too; the view, the time answers and the topic counts handed over are the same."""
-    topic = new_topic(partitions=3)
-    t0 = int(time.time() * 1000) - 3_600_000
-    topics.produce(bootstrap, topic, [Record("k", f"v{i}", i % 3, t0 + i) for i in range(9)])
-    tp0, tp2 = TopicPartition(topic, 0), TopicPartition(topic, 2)
-    gone = topic_name + "-x"
-    expected = [tp0, TopicPartition(topic, 1), TopicPartition(topic, 9), TopicPartition(gone, 0)]
-    asked = {t0 + 2: [tp0, TopicPartition(topic, 9)]}
-    counts: list[dict[str, int]] = []
-
-    events: list[str] = []
-    admin = admin_for(kafka)
-    send_describe, submit = admin._send_describe, admin._submit
-    monkeypatch.setattr(admin, "_send_describe", lambda *a: events.append("describe") or send_describe(*a))
-    monkeypatch.setattr(admin, "_submit", lambda *a: events.append("list offsets") or submit(*a))
-
-    def described(partitions: dict[str, int]) -> None:
-        events.append("described")
-        counts.append(partitions)
-
-    view, found = cluster_with_times(
-        kafka, [topic, gone], Isolation.READ_UNCOMMITTED, asked, described=described, expected=expected
-    )
-
-    # Describe and the expected partitions' ListOffsets go out first, then the answer is handed over;
-    # partition 9, answered unknown, is described again (gone, not a lagging leader); then
-    # partition 2 (added since) is asked.
-    assert events == ["describe", "list offsets", "described", "describe", "list offsets"]
-    monkeypatch.undo()
-    assert view == cluster_view(kafka, [topic, gone])
-    assert set(view.partitions) == {tp0, TopicPartition(topic, 1), tp2}  # 2: not expected, still there
-    assert found == {t0 + 2: {tp0: 1}}  # partition 0 holds t0, t0+3, t0+6
-    assert counts == [{topic: 3}]
-    committed, _ = cluster_with_times(kafka, [topic], Isolation.READ_COMMITTED, {}, expected=expected)
-    assert committed == cluster_with_times(kafka, [topic], Isolation.READ_COMMITTED, {})[0]
-    assert committed.high_watermarks == {tp0: 3, TopicPartition(topic, 1): 3, tp2: 3}
-
-
 def test_timestamp_types_name_whose_clock_stamps_the_records(
     kafka: KafkaConfig, new_topic: Callable[..., str]
 ) -> None:
