@@ -229,6 +229,10 @@ class LocalKafkaBroker:
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
             "delete.topic.enable": "true",
+            # pause() freezes the whole process (SIGSTOP), the controller with it. Woken after more
+            # than the 9 s default, the controller fenced its own broker: FENCED_LEADER_EPOCH and
+            # no topic creation for 30 s and more (tests/kafka/test_offsets.py pauses it ~8 s).
+            "broker.session.timeout.ms": "60000",
             **RETENTION_TESTABLE,
         }
         settings.update(self._extra)
