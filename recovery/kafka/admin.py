@@ -346,13 +346,11 @@ class KafkaAdmin:
         if cold := names - set(infos) - listed:
             infos.update({n: i for n, i in self.describe(cold, deadline).items() if i is not None})
         describing = self._describing((names & listed) - set(infos), deadline)
-        answered: list[dict[str, TopicInfo]] = []
 
+        @functools.cache
         def answer() -> dict[str, TopicInfo]:
-            if not answered:
-                infos.update({n: i for n, i in describing().items() if i is not None})
-                answered.append(infos)
-            return answered[0]
+            infos.update({n: i for n, i in describing().items() if i is not None})
+            return infos
 
         return answer
 

@@ -326,7 +326,7 @@ class RunwayReader:
         self._read: RunwayFacts | BaseException | None = None
 
     def start(self, positions: Iterable[tuple[TopicPartition, int]]) -> None:
-        if self._thread is not None or self._started:
+        if self._started:
             raise RuntimeError("a RunwayReader reads once")
         self._started = True
         guessed = frozenset(positions)
