@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
 from recovery.errors import InvalidInput
-from recovery.kafka.cluster import cluster_with_times
+from recovery.kafka.cluster import cluster_with_times, first_offsets_at_times
 from recovery.kafka.config import KafkaConfig
 from recovery.model import (
     CheckpointFile,
@@ -32,6 +32,12 @@ from recovery.topic_ids import read_topic_ids
 # topic. A healthy topic must never look recreated (a repair would replay it from the log start);
 # a topic recreated within this window after the last batch is not told this way.
 CLOCK_SKEW_ALLOWANCE_MS = 10 * 60 * 1000
+
+# Partitions whose time lookups go out with the log ranges' ListOffsets, at most. Beyond, a time
+# lookup waits for the ranges and asks only where it can tell something (:func:`_may_tell`): one
+# round trip more, and a lookup fewer of every partition past its log end or below its log start
+# (each lookup of 100,000 partitions costs ~2 s of the client's and the brokers' CPU).
+TIMES_WITH_RANGES_MAX = 5_000
 
 
 def checkpoint_view(chk: Checkpoint) -> tuple[CheckpointView, tuple[Issue, ...]]:
@@ -111,16 +117,23 @@ def cluster_for(
     never recorded, the recreation evidence: the first offset whose record is newer than the batch
     that read up to the position (``ListOffsets`` by time, at ``batchTimestampMs`` plus the
     clock-skew allowance). All of it in one round (:func:`recovery.kafka.cluster.cluster_with_times`):
-    one Metadata request, then the ListOffsets requests of every lookup sent together.
+    one Metadata request, then the ListOffsets requests of every lookup sent together; beyond
+    :data:`TIMES_WITH_RANGES_MAX` partitions the time lookups follow the others.
     ``described``: called with the existing topics' partition counts between the two."""
     times: dict[int, set[TopicPartition]] = {}
     for source in view.sources:
         if source.start_read_by_ms is not None:
             # asked for every such partition: which of them matter (log start below the position)
-            # is known only from the same answers, and an extra partition costs nothing here
+            # is known only from the same answers, and an extra partition costs little here
             unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
             times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set()).update(unrecorded)
-    cluster, found = cluster_with_times(kafka, checkpoint_topics(view), isolation, times, described=described)
+    together = sum(map(len, times.values())) <= TIMES_WITH_RANGES_MAX
+    topics = checkpoint_topics(view)
+    cluster, found = cluster_with_times(
+        kafka, topics, isolation, times if together else {}, described=described
+    )
+    if not together:
+        found = first_offsets_at_times(kafka, _may_tell(view, cluster))
     cluster = replace(cluster, isolation=isolation)
     # Where no record is that new: the high watermark (not below the log end): no evidence.
     ends = cluster.high_watermarks or {tp: r.end for tp, r in cluster.partitions.items()}
@@ -146,6 +159,24 @@ def cluster_for(
 
         cluster = replace(cluster, timestamp_types=admin_for(kafka).timestamp_types(told))
     return cluster
+
+
+def _may_tell(view: CheckpointView, cluster: ClusterView) -> dict[int, set[TopicPartition]]:
+    """The time lookups whose answers can be evidence: in partitions of topics whose ids were
+    never recorded, holding records below the position (the log starts below both the position
+    and the log end). A log that is empty, or starts at or past the position, holds none."""
+    times: dict[int, set[TopicPartition]] = {}
+    for source in view.sources:
+        if source.start_read_by_ms is None:
+            continue
+        wanted = times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set())
+        for tp, position in source.start.items():
+            available = cluster.partitions.get(tp)
+            if tp.topic in view.recorded_topic_ids or available is None:
+                continue
+            if available.start < min(position, available.end):
+                wanted.add(tp)
+    return {ts: tps for ts, tps in times.items() if tps}
 
 
 def checkpoint_topics(view: CheckpointView) -> set[str]:

@@ -154,14 +154,30 @@ def first_offsets_at(
 
         first_offsets_at(kafka, [TopicPartition("orders", 0)], batch_timestamp_ms + 1)
     """
+    return first_offsets_at_times(kafka, {timestamp_ms: partitions}, isolation).get(timestamp_ms, {})
+
+
+def first_offsets_at_times(
+    kafka: KafkaConfig,
+    times: Mapping[int, Iterable[TopicPartition]],
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+) -> Mapping[int, Mapping[TopicPartition, int | None]]:
+    """:func:`first_offsets_at` for each ``T: partitions`` of ``times``, the lookups sent together."""
     from recovery.kafka._retry import Deadline
     from recovery.kafka.admin import admin_for, tp_key
     from recovery.kafka.specs import TimeKind, TimeSpec
 
-    queries = {"time": (TimeSpec(TimeKind.TIMESTAMP, timestamp_ms), isolation)}
-    answers, _gone = admin_for(kafka).list_offsets(partitions, queries, Deadline(kafka.timeout_s))
-    found = sorted(answers["time"].items(), key=lambda item: tp_key(item[0]))
-    return {tp: (offset if offset >= 0 else None) for tp, (offset, _) in found}
+    only = {f"at {ts}": list(tps) for ts, tps in times.items()}
+    queries = {f"at {ts}": (TimeSpec(TimeKind.TIMESTAMP, ts), isolation) for ts in times}
+    everything = {tp for tps in only.values() for tp in tps}
+    answers, _gone = admin_for(kafka).list_offsets(everything, queries, Deadline(kafka.timeout_s), only)
+    return {
+        ts: {
+            tp: (offset if offset >= 0 else None)
+            for tp, (offset, _) in sorted(answers[f"at {ts}"].items(), key=lambda item: tp_key(item[0]))
+        }
+        for ts in times
+    }
 
 
 def topics_matching(kafka: KafkaConfig, selection: TopicSelection) -> frozenset[str]:

@@ -129,14 +129,24 @@ def test_topics_matching_a_selection(kafka: KafkaConfig, new_topic: Callable[...
     assert topics_matching(kafka, parse_topic_partitions(topic)) == {topic}
 
 
+@pytest.mark.parametrize("times_after_ranges", [False, True], ids=["with-ranges", "after-ranges"])
 def test_cluster_for_finds_records_newer_than_the_batch_below_the_position(
-    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str]
+    kafka: KafkaConfig,
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+    times_after_ranges: bool,
 ) -> None:
     """Recreation evidence for topics whose ids were never recorded, read in the same round as the
-    ranges: the first record newer than the batch (plus the clock-skew allowance); where none is,
-    the log end; partitions whose log starts at the position are not judged."""
+    ranges (or, beyond TIMES_WITH_RANGES_MAX partitions, after them, where a record below the
+    position exists): the first record newer than the batch (plus the clock-skew allowance);
+    where none is, the log end; partitions whose log starts at the position are not judged."""
+    from recovery import resume
     from recovery.model import CheckpointFile, CheckpointView, SourcePosition
     from recovery.resume import CLOCK_SKEW_ALLOWANCE_MS, cluster_for
+
+    if times_after_ranges:
+        monkeypatch.setattr(resume, "TIMES_WITH_RANGES_MAX", 0)
 
     topic = new_topic(partitions=3)
     batch_ms = int(time.time() * 1000) - 3_600_000
