@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable
 from recovery.kafka import answers as ans
@@ -72,6 +72,16 @@ FirstOffsets = dict[int, dict[TopicPartition, int | None]]
 Topics = Mapping[str, TopicInfo | ListedTopic]
 
 __all__ = ["KafkaAdmin", "admin_for", "kafka_admin"]
+
+
+class _Answered(NamedTuple):
+    """One round of lookups, consistent, before rows are made of it."""
+
+    present: list[TopicPartition]  # answered in every lookup, sorted
+    answers: ans.Answers
+    topic_ids: dict[str, str]
+    missing: dict[TopicPartition, MissingPartition]  # the ones to report
+    found: FirstOffsets  # the time lookups of ``times``
 
 
 class KafkaAdmin:
@@ -228,15 +238,8 @@ class KafkaAdmin:
         """Log start, high watermark and (read_committed) last stable offset of each partition.
 
         ``topics``: the partitions' topics already described (else they are described here)."""
-        rows = self._rows(
-            partitions,
-            TimeSpec(TimeKind.LATEST),
-            isolation,
-            NoMatch.LATEST,
-            topics,
-            with_lso=isolation is Isolation.READ_COMMITTED,
-        )
-        return {tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()}
+        ranges, _ = self.ranges_and_times(partitions, isolation, {}, topics=topics)
+        return ranges
 
     def ranges_and_times(
         self,
@@ -250,17 +253,18 @@ class KafkaAdmin:
         each timestamp of ``times`` (KIP-79) in its partitions, None where no record is that new;
         partitions not among ``partitions`` are not asked. Under read_committed the ranges carry
         the high watermark and the last stable offset."""
-        rows, found = self._rows_and_times(
+        got = self._answered(
             partitions,
             TimeSpec(TimeKind.LATEST),
             isolation,
-            NoMatch.LATEST,
             topics,
             times,
             with_lso=isolation is Isolation.READ_COMMITTED,
         )
-        ranges = {tp: (row.offsets if isinstance(row, OffsetRow) else row) for tp, row in rows.items()}
-        return ranges, found
+        # The positions alone: no time lookup row per partition (100,000 of them in a large plan).
+        ranges: dict[TopicPartition, PartitionOffsets | MissingPartition] = dict(got.missing)
+        ranges.update(ans.partition_offsets(got.present, got.answers, got.topic_ids))
+        return dict(sorted(ranges.items(), key=item_key)), got.found
 
     def offset_rows(
         self,
@@ -290,22 +294,23 @@ class KafkaAdmin:
         *,
         with_lso: bool,
     ) -> dict[TopicPartition, OffsetRow | MissingPartition]:
-        rows, _ = self._rows_and_times(
-            partitions, time_spec, isolation, no_match, topics, {}, with_lso=with_lso
+        got = self._answered(partitions, time_spec, isolation, topics, {}, with_lso=with_lso)
+        result: dict[TopicPartition, OffsetRow | MissingPartition] = dict(got.missing)
+        result.update(
+            ans.offset_rows(got.present, got.answers, got.topic_ids, time_spec, isolation, no_match)
         )
-        return rows
+        return dict(sorted(result.items(), key=item_key))
 
-    def _rows_and_times(
+    def _answered(
         self,
         partitions: Iterable[TopicPartition],
         time_spec: TimeSpec,
         isolation: Isolation,
-        no_match: NoMatch,
         topics: Topics | None,
         times: Mapping[int, Iterable[TopicPartition]],
         *,
         with_lso: bool,
-    ) -> tuple[dict[TopicPartition, OffsetRow | MissingPartition], FirstOffsets]:
+    ) -> _Answered:
         tps = sorted(set(partitions), key=tp_key)
         deadline = Deadline(self.config.timeout_s)
         listed = {name for name, topic in (topics or {}).items() if isinstance(topic, ListedTopic)}
@@ -323,15 +328,18 @@ class KafkaAdmin:
             named[name]: {tp: (offset if offset >= 0 else None) for tp, (offset, _) in answers[name].items()}
             for name in only
         }
-        present = [tp for tp in tps if tp not in missing]
-        ids = {name: info.topic_id for name, info in topics_now.items()}
         # A listed topic deleted before it could be described was matched a moment too early: left
         # out, as the listing would now leave it out (a topic named outright is reported gone).
-        result: dict[TopicPartition, OffsetRow | MissingPartition] = {
+        reported = {
             tp: row for tp, row in missing.items() if tp.topic not in listed or tp.topic in topics_now
         }
-        result.update(ans.offset_rows(present, answers, ids, time_spec, isolation, no_match))
-        return dict(sorted(result.items(), key=item_key)), found
+        return _Answered(
+            present=[tp for tp in tps if tp not in missing],
+            answers=answers,
+            topic_ids={name: info.topic_id for name, info in topics_now.items()},
+            missing=reported,
+            found=found,
+        )
 
     def _known_topics(
         self, names: set[str], known: Mapping[str, TopicInfo], listed: set[str], deadline: Deadline

@@ -328,8 +328,14 @@ def repair_body(result: RepairResult) -> dict[str, Any]:
         "partitions": finding_rows(plan.findings),
         "moves": move_rows(plan.moves),
         "changes": [
-            {"file": str(c.file), "source": c.source_id, "topic": c.tp.topic, "partition": c.tp.partition}
-            | {"old": c.old, "new": c.new}
+            {
+                "file": str(c.file),
+                "source": c.source_id,
+                "topic": c.tp.topic,
+                "partition": c.tp.partition,
+                "old": c.old,
+                "new": c.new,
+            }
             for c in plan.changes
         ],
         "totals": {"lost": plan.lost, "skipped": plan.skipped, "replayed": plan.replayed}
