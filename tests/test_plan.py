@@ -359,5 +359,26 @@ def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
     f = Finding(**{field.name: sample[field.name] for field in fields(Finding)})
 
     changes = {"verdict": Verdict.BELOW_LOG_START, "spark_error": None, "records_lost": 1, "notes": ()}
-    assert _rebuilt(f, **changes) == replace(f, **changes)  # type: ignore[arg-type]
+    rebuilt = _rebuilt(f, **changes)
+    assert rebuilt == replace(f, **changes)  # type: ignore[arg-type]
+    assert list(vars(rebuilt)) == [field.name for field in fields(Finding)]
     assert _rebuilt(f) == f
+
+
+def test_every_rebuilt_finding_names_fields_that_exist() -> None:
+    # _rebuilt copies __dict__ without Finding.__init__, which would refuse a misspelt field: so
+    # every keyword of every _rebuilt call in the planning core is checked here instead.
+    from dataclasses import fields
+
+    import recovery.plan
+    from recovery.model import Finding
+
+    tree = ast.parse(Path(recovery.plan.__file__).read_text())
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_rebuilt"
+    ]
+    named = {kw.arg for call in calls for kw in call.keywords}
+    assert len(calls) >= 5 and None not in named  # no **changes passed through
+    assert named <= {field.name for field in fields(Finding)}
