@@ -15,7 +15,8 @@ Run by hand (not a test; ~15 minutes on 2 cores, most of it the brokers creating
    records) and waits until every partition has a leader; they stay empty (log end 0);
 3. writes the checkpoint of ``checkpoint_scale.py`` on those topics (committed offsets > 0, so the
    plan clamps every partition) and runs the installed CLI ``--rounds`` times each, interleaved:
-   ``repair CHK -b BROKERS --output json`` (a dry run: the plan), ``validate --no-runway``,
+   ``repair CHK -b BROKERS --output json`` (a dry run: the plan), the same plan as a table (the
+   default output: a page of moves and a summary), ``validate --no-runway``,
    ``validate`` and ``checkpoint show --output json``; then checks that the plan moves every
    partition;
 4. prints the median and range of the wall time and the peak resident memory of each (``wait4``
@@ -148,6 +149,7 @@ def main() -> None:
             chk, kafka, as_json = str(root), ["-b", bootstrap], ["--output", "json"]
             commands = {
                 "repair (plan)": [STREAM_RECOVERY, "repair", chk, *kafka, *as_json],
+                "repair (plan, table)": [STREAM_RECOVERY, "repair", chk, *kafka],
                 "validate --no-runway": [STREAM_RECOVERY, "validate", chk, *kafka, "--no-runway", *as_json],
                 "validate": [STREAM_RECOVERY, "validate", chk, *kafka, *as_json],
                 "checkpoint show --output json": [STREAM_RECOVERY, "checkpoint", "show", chk, *as_json],
