@@ -35,8 +35,9 @@ CLOCK_SKEW_ALLOWANCE_MS = 10 * 60 * 1000
 
 # Partitions whose time lookups go out with the log ranges' ListOffsets, at most. Beyond, a time
 # lookup waits for the ranges and asks only where it can tell something (:func:`_may_tell`): one
-# round trip more, and a lookup fewer of every partition past its log end or below its log start
-# (each lookup of 100,000 partitions costs ~2 s of the client's and the brokers' CPU).
+# round trip more (with its own timeout), and no lookup of an empty partition or of one whose log
+# starts at or past the position (each lookup of 100,000 partitions costs ~2 s of the client's and
+# the brokers' CPU).
 TIMES_WITH_RANGES_MAX = 5_000
 
 

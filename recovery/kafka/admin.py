@@ -341,6 +341,39 @@ class KafkaAdmin:
             found=found,
         )
 
+    def first_offsets(
+        self, times: Mapping[int, Iterable[TopicPartition]], isolation: Isolation, deadline: Deadline
+    ) -> FirstOffsets:
+        """KIP-79 for each ``T: partitions`` of ``times``, the lookups sent together: the first
+        offset whose record's timestamp is >= T, None where no record is that new. A partition
+        that does not exist is left out; one the metadata still lists but no leader answers for is
+        asked again until ``deadline``, then KafkaUnavailable (as for the log ranges: no partial
+        answer)."""
+        pending = {f"at {ts}": (ts, set(tps)) for ts, tps in times.items()}
+        found: FirstOffsets = {ts: {} for ts in times}
+        for attempt in itertools.count():
+            pending = {name: (ts, tps) for name, (ts, tps) in pending.items() if tps}
+            if not pending:
+                break
+            queries = {
+                name: (TimeSpec(TimeKind.TIMESTAMP, ts), isolation) for name, (ts, _) in pending.items()
+            }
+            only = {name: tps for name, (_, tps) in pending.items()}
+            everything = set().union(*only.values())
+            answers, gone = self.list_offsets(everything, queries, deadline, only)
+            for name, (ts, _) in pending.items():
+                found[ts].update(
+                    {tp: (offset if offset >= 0 else None) for tp, (offset, _) in answers[name].items()}
+                )
+            unsure = set(gone) - set(self._missing(gone, deadline))
+            if not unsure:
+                break
+            if not deadline.allows(attempt):
+                raise self._no_leader(sorted(unsure, key=tp_key))
+            self._pause(attempt, f"no leader answered for {min(unsure, key=tp_key)}")
+            pending = {name: (ts, tps & unsure) for name, (ts, tps) in pending.items()}
+        return {ts: dict(sorted(got.items(), key=item_key)) for ts, got in found.items()}
+
     def _known_topics(
         self, names: set[str], known: Mapping[str, TopicInfo], listed: set[str], deadline: Deadline
     ) -> Callable[[], dict[str, TopicInfo]]:

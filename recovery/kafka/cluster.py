@@ -162,22 +162,13 @@ def first_offsets_at_times(
     times: Mapping[int, Iterable[TopicPartition]],
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
 ) -> Mapping[int, Mapping[TopicPartition, int | None]]:
-    """:func:`first_offsets_at` for each ``T: partitions`` of ``times``, the lookups sent together."""
+    """:func:`first_offsets_at` for each ``T: partitions`` of ``times``, the lookups sent together
+    (a partition without a leader is asked again until the config's timeout, then
+    KafkaUnavailable)."""
     from recovery.kafka._retry import Deadline
-    from recovery.kafka.admin import admin_for, tp_key
-    from recovery.kafka.specs import TimeKind, TimeSpec
+    from recovery.kafka.admin import admin_for
 
-    only = {f"at {ts}": list(tps) for ts, tps in times.items()}
-    queries = {f"at {ts}": (TimeSpec(TimeKind.TIMESTAMP, ts), isolation) for ts in times}
-    everything = {tp for tps in only.values() for tp in tps}
-    answers, _gone = admin_for(kafka).list_offsets(everything, queries, Deadline(kafka.timeout_s), only)
-    return {
-        ts: {
-            tp: (offset if offset >= 0 else None)
-            for tp, (offset, _) in sorted(answers[f"at {ts}"].items(), key=lambda item: tp_key(item[0]))
-        }
-        for ts in times
-    }
+    return admin_for(kafka).first_offsets(times, isolation, Deadline(kafka.timeout_s))
 
 
 def topics_matching(kafka: KafkaConfig, selection: TopicSelection) -> frozenset[str]:

@@ -135,6 +135,18 @@ def test_json_text_matches_json_dumps_for_any_value(value: object) -> None:
     assert json_text(value) == json.dumps(value, indent=2)
 
 
+def test_emit_json_writes_text_to_a_stdout_without_a_binary_buffer() -> None:
+    import contextlib
+    import io
+
+    from recovery.cli.render import emit_json
+
+    body = {"a": [1, "é"], "b": None}
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        emit_json(body)
+    assert out.getvalue() == json.dumps(body, indent=2) + "\n"
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.recursive(st.floats(allow_nan=False, allow_infinity=False), st.lists, max_leaves=10))
 def test_json_text_writes_floats_with_their_value(value: object) -> None:
