@@ -179,17 +179,13 @@ def _assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
             for tp in known
             if tp.topic in existing and tp not in cluster.partitions and tp not in cluster.unavailable
         }
-        for tp in sorted(known):  # TopicPartition tuples: by topic, then partition
+        for tp in sorted(known):  # TopicPartition tuples sort by topic, then partition
             findings.append(_judge(source, tp, view, cluster, existing, shrunk, counts))
         for topic in sorted({tp.topic for tp in known} & existing):
             added = (t for t in by_topic.get(topic, ()) if t not in known)
-            for tp in sorted(added, key=_tp_key):
+            for tp in sorted(added):
                 findings.append(_new_partition(source, tp, cluster.partitions[tp]))
     return tuple(findings)
-
-
-def _tp_key(tp: TopicPartition) -> tuple[str, int]:
-    return (tp.topic, tp.partition)  # by topic, then partition
 
 
 def _judge(

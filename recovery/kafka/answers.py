@@ -75,14 +75,14 @@ def offset_row(
 def partition_offsets(
     tps: Iterable[TopicPartition], answers: Answers, topic_ids: Mapping[str, str]
 ) -> dict[TopicPartition, PartitionOffsets]:
-    """Each of ``tps``' positions (every one answered), sorted: :func:`offset_row`'s ``offsets``
-    without a time lookup."""
+    """Each of ``tps``' positions (every one answered), in the order of ``tps``: :func:`offset_row`'s
+    ``offsets`` without a time lookup."""
     starts, hws, lsos = answers[EARLIEST], answers[HIGH_WATERMARK], answers.get(LAST_STABLE)
     return {
         tp: PartitionOffsets(
             tp, starts[tp][0], hws[tp][0], lsos[tp][0] if lsos is not None else None, topic_ids[tp.topic]
         )
-        for tp in sorted(tps, key=_tp_key)
+        for tp in tps
     }
 
 
