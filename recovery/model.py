@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 
 class TopicPartition(NamedTuple):
@@ -313,6 +313,18 @@ class Finding:
     def needs_repair(self) -> bool:
         """Needs action that starting the query does not cure (AT_RISK is cured by starting it)."""
         return self.needs_action and self.verdict is not Verdict.AT_RISK
+
+
+def rebuilt(f: Finding, **changes: Any) -> Finding:
+    """``dataclasses.replace(f, **changes)`` at a third of the cost of even ``Finding(...)`` (a
+    frozen dataclass's ``__init__`` sets each of its 13 fields through ``object.__setattr__``:
+    ~3.5 µs here, and a repair plan of 100,000 partitions makes 500,000 copies). ``Finding`` has
+    no ``__post_init__``, no slots and no ``init=False`` field, so its ``__dict__`` is its fields
+    and the copy is what ``__init__`` would build (a test compares it with ``replace``; another
+    checks every keyword passed to it)."""
+    new = object.__new__(Finding)
+    new.__dict__.update(f.__dict__, **changes)
+    return new
 
 
 class StrategyKind(StrEnum):

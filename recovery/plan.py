@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from recovery.model import (
     ADDED_NOT_FROM_ZERO,
     COULD_NOT_READ,
     OFFSET_CHANGED,
     PARTITIONS_DELETED,
+    CheckpointFile,
     CheckpointView,
     ClusterView,
     Finding,
@@ -43,6 +43,7 @@ from recovery.model import (
     StrategyKind,
     TopicPartition,
     Verdict,
+    rebuilt,
 )
 
 
@@ -105,22 +106,38 @@ def assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
             f"sink {view.sink.table if view.sink else ''} already holds batch {view.batch_id}: Spark "
             f"skips it without reading Kafka and runs batch {view.batch_id + 1} from offsets/{view.batch_id}"
         )
-        return tuple(_rebuilt(f, notes=(*f.notes, note)) for f in findings)
+        return tuple(rebuilt(f, notes=(*f.notes, note)) for f in findings)
     if not view.rerun or view.sink is not None:
         return findings
-    alternative = {(f.source_id, f.tp): f for f in _assess(after_sink_skip(view), cluster)}
+    notes: dict[tuple[object, ...], str] = {}  # one text per outcome, shared by its partitions
     out = []
-    for f in findings:
-        alt = alternative.get((f.source_id, f.tp))
-        if alt is not None and _outcome(alt) != _outcome(f):
-            note = (
+    for f, alt in _paired(findings, _assess(after_sink_skip(view), cluster)):
+        if alt is None or _same_outcome(alt, f):
+            out.append(f)
+            continue
+        outcome = _outcome(alt)
+        if outcome not in notes:
+            notes[outcome] = (
                 f"depends on the sink: if it already holds batch {view.batch_id} (a crash between the "
                 f"sink's commit and commits/{view.batch_id}; a Delta sink's txn for the query id), Spark "
                 f"skips that batch and then {_describe_outcome(alt)}; give --sink to know"
             )
-            f = _rebuilt(f, notes=(*f.notes, note))
-        out.append(f)
+        out.append(rebuilt(f, notes=(*f.notes, notes[outcome])))
     return tuple(out)
+
+
+def _paired(
+    findings: tuple[Finding, ...], alternative: tuple[Finding, ...]
+) -> Iterable[tuple[Finding, Finding | None]]:
+    """Each finding with the alternative's of the same source and partition (None if it has none).
+    Both list the same partitions in the same order unless the re-run batch's stored end lacks
+    some of its start: then they are matched by key."""
+    if len(findings) == len(alternative) and all(
+        f.tp == a.tp and f.source_id == a.source_id for f, a in zip(findings, alternative, strict=True)
+    ):
+        return zip(findings, alternative, strict=True)
+    by_key = {(a.source_id, a.tp): a for a in alternative}
+    return ((f, by_key.get((f.source_id, f.tp))) for f in findings)
 
 
 def resolve_sink(view: CheckpointView) -> CheckpointView:
@@ -152,6 +169,16 @@ def after_sink_skip(view: CheckpointView) -> CheckpointView:
 
 def _outcome(f: Finding) -> tuple[object, ...]:
     return (f.verdict, f.spark_error, f.records_lost, f.silently_skipped)
+
+
+def _same_outcome(a: Finding, b: Finding) -> bool:
+    """``_outcome(a) == _outcome(b)``, without the two tuples (100,000 partitions)."""
+    return (
+        a.verdict is b.verdict
+        and a.spark_error == b.spark_error
+        and a.records_lost == b.records_lost
+        and a.silently_skipped == b.silently_skipped
+    )
 
 
 def _describe_outcome(f: Finding) -> str:
@@ -236,14 +263,14 @@ def _judge(
         )
     if position is None:  # only in the stored end of a re-run batch: Spark treats it as added
         return _new_partition(source, tp, available, batch_end=batch_end)
-    base = _rebuilt(  # Finding(...) without its frozen __init__ (see _rebuilt)
+    base = rebuilt(  # Finding(...) without its frozen __init__ (see recovery.model.rebuilt)
         _BLANK, source_id=source.source_id, tp=tp, position=position, batch_end=batch_end, available=available
     )
 
     rerun = view.rerun and source.end is not None
     if rerun and tp not in (source.end or {}):
         # getOffsetRangesFromResolvedOffsets: in ``from`` but not in the stored ``until``
-        return _rebuilt(
+        return rebuilt(
             base,
             verdict=Verdict.PARTITION_GONE,
             spark_error=PARTITIONS_DELETED,
@@ -260,7 +287,7 @@ def _judge(
         if f.spark_error is None and available.start <= position <= available.end:
             skipped = position - available.start  # the new topic's records below the position
         clock = _clock_note(cluster, tp.topic) if by_time else None
-        f = _rebuilt(
+        f = rebuilt(
             f,
             verdict=Verdict.TOPIC_RECREATED,
             silently_skipped=skipped,
@@ -277,7 +304,7 @@ def _judge(
         and tp.topic not in view.recorded_topic_ids
         and ((source.source_id, tp) not in cluster.newer_than_read)
     ):
-        f = _rebuilt(
+        f = rebuilt(
             f,
             notes=(
                 f"topic ids never recorded for {tp.topic} and no record timestamps to compare: a topic "
@@ -286,7 +313,7 @@ def _judge(
             ),
         )
     upper = cluster.isolation is Isolation.READ_COMMITTED and bool(f.records_lost or f.silently_skipped)
-    return _rebuilt(f, upper_bound=upper) if upper != f.upper_bound else f
+    return rebuilt(f, upper_bound=upper) if upper != f.upper_bound else f
 
 
 def _recreation_evidence(
@@ -369,7 +396,7 @@ def _range_and_read(
 ) -> Finding:
     """Steps 3 and 4 of the model for one partition Spark knows: ``batch_end`` is the stored end of
     a re-run batch, None when a new batch runs up to the latest offset (the log end here)."""
-    f = base if base.available is available else _rebuilt(base, available=available)
+    f = base if base.available is available else rebuilt(base, available=available)
     until = available.end if batch_end is None else batch_end
     hwm = cluster.high_watermarks.get(base.tp)
     open_txn = cluster.isolation is Isolation.READ_COMMITTED and hwm is not None
@@ -384,7 +411,7 @@ def _range_and_read(
                 if batch_end is not None
                 else ""
             )
-            return _rebuilt(
+            return rebuilt(
                 f,
                 verdict=Verdict.OPEN_TRANSACTION,
                 spark_error=OFFSET_CHANGED,
@@ -401,7 +428,7 @@ def _range_and_read(
             else f"position {position} is past the log end {available.end}: topic recreated or log truncated"
         )
         verdict = Verdict.BEYOND_LOG_END if position > available.end else Verdict.TOPIC_RECREATED
-        return _rebuilt(
+        return rebuilt(
             f,
             verdict=verdict,
             spark_error=OFFSET_CHANGED,
@@ -411,7 +438,7 @@ def _range_and_read(
         )
     lost = max(0, available.start - position)
     if lost:  # step 4: the read starts below the log start
-        return _rebuilt(
+        return rebuilt(
             f,
             verdict=Verdict.BELOW_LOG_START,
             spark_error=COULD_NOT_READ,
@@ -422,7 +449,7 @@ def _range_and_read(
     if batch_end is None:
         return f  # position within the log: OK
     if position >= available.end and position < batch_end:  # the re-run reads from past the log end
-        return _rebuilt(
+        return rebuilt(
             f,
             verdict=Verdict.OPEN_TRANSACTION if open_txn else Verdict.BEYOND_LOG_END,
             spark_error=COULD_NOT_READ,
@@ -431,7 +458,7 @@ def _range_and_read(
             silently_skipped=available.size,
         )
     if batch_end > available.end:
-        return _rebuilt(
+        return rebuilt(
             f,
             verdict=Verdict.BEYOND_LOG_END,
             spark_error=COULD_NOT_READ,
@@ -441,17 +468,6 @@ def _range_and_read(
 
 
 _BLANK = Finding("", TopicPartition("", 0), Verdict.OK, None, None, None)  # every other field its default
-
-
-def _rebuilt(f: Finding, **changes: Any) -> Finding:
-    """``dataclasses.replace(f, **changes)`` at a third of the cost of even ``Finding(...)`` (a
-    frozen dataclass's ``__init__`` sets each of its 13 fields through ``object.__setattr__``:
-    ~3.5 µs here, and a repair plan of 100,000 partitions makes 500,000 copies). ``Finding`` has
-    no ``__post_init__``, no slots and no ``init=False`` field, so its ``__dict__`` is its fields
-    and the copy is what ``__init__`` would build (a test compares it with ``replace``)."""
-    new = object.__new__(Finding)
-    new.__dict__.update(f.__dict__, **changes)
-    return new
 
 
 def _skipped_from(offset: int, available: OffsetRange) -> int:
@@ -576,11 +592,13 @@ def _move(finding: Finding, strategy: Strategy) -> Iterable[Move]:
     def move(
         old: int | None, new: int | None, reason: str, lost: int = 0, skipped: int = 0, replayed: int = 0
     ) -> Move:
-        # Built whole, not by dataclasses.replace (100,000 moves in a plan of 100,000 partitions).
-        return Move(
-            finding.source_id,
-            finding.tp,
-            finding.verdict,
+        # Every field, without the frozen __init__ (see recovery.model.rebuilt; a plan of 100,000
+        # partitions makes 100,000 moves). A test checks that these are exactly Move's fields.
+        made = object.__new__(Move)
+        made.__dict__.update(
+            source_id=finding.source_id,
+            tp=finding.tp,
+            verdict=finding.verdict,
             old=old,
             new=new,
             lost=lost,
@@ -590,6 +608,7 @@ def _move(finding: Finding, strategy: Strategy) -> Iterable[Move]:
             lost_unknown=lost_unknown,
             upper_bound=finding.upper_bound,
         )
+        return made
 
     if finding.verdict in (Verdict.TOPIC_GONE, Verdict.PARTITION_GONE):
         yield move(finding.position, None, finding.detail + ": drop it from the checkpoint")
@@ -639,7 +658,7 @@ def _changes(move: Move, source: SourcePosition, rerun: bool, cluster: ClusterVi
     tp, new = move.tp, move.new
     start_old = source.start.get(tp)
     if start_old != new:
-        yield OffsetChange(source.start_file, source.source_id, tp, start_old, new)
+        yield _change(source.start_file, source.source_id, tp, start_old, new)
     if not rerun or source.end is None or source.end_file is None:
         return
     end_old = source.end.get(tp)
@@ -656,7 +675,17 @@ def _changes(move: Move, source: SourcePosition, rerun: bool, cluster: ClusterVi
         # before it starts.
         end_new = new if end_old is None else max(new, clamp(end_old, cluster.partitions[tp]))
     if end_old != end_new:
-        yield OffsetChange(source.end_file, source.source_id, tp, end_old, end_new)
+        yield _change(source.end_file, source.source_id, tp, end_old, end_new)
+
+
+def _change(
+    file: CheckpointFile, source_id: str, tp: TopicPartition, old: int | None, new: int | None
+) -> OffsetChange:
+    """``OffsetChange(file, source_id, tp, old, new)`` without the frozen ``__init__`` (see
+    :func:`recovery.model.rebuilt`; a test checks these are exactly its fields)."""
+    made = object.__new__(OffsetChange)
+    made.__dict__.update(file=file, source_id=source_id, tp=tp, old=old, new=new)
+    return made
 
 
 def _empties_a_source(sources: tuple[SourcePosition, ...], moves: tuple[Move, ...]) -> str | None:

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from recovery.errors import OffsetSpecError
-from recovery.model import Finding, OffsetRange, Runway, TopicPartition, Verdict
+from recovery.model import Finding, OffsetRange, Runway, TopicPartition, Verdict, rebuilt
 from recovery.strategy import parse_duration_ms
 
 __all__ = [
@@ -211,6 +211,9 @@ def _bytes(n: int) -> str:
     return f"{size:.1f} {unit}"
 
 
+_NOTHING_UNREAD = Runway(None, None, "nothing unread")
+
+
 def apply_runway(
     findings: Iterable[Finding],
     retention: Mapping[str, TopicRetention | str],
@@ -229,7 +232,7 @@ def apply_runway(
             out.append(f)
             continue
         if f.position >= f.available.end:
-            out.append(replace(f, runway=Runway(None, None, "nothing unread")))
+            out.append(rebuilt(f, runway=_NOTHING_UNREAD))
             continue
         runway = runway_of(
             f.position,
@@ -247,9 +250,9 @@ def apply_runway(
                 f"retention may delete unread records {when} (record at {f.position} is "
                 f"{format_duration_ms(now_ms - oldest)} old; {runway.reason}): start the query"
             )
-            out.append(replace(f, verdict=Verdict.AT_RISK, runway=runway, detail=detail))
+            out.append(rebuilt(f, verdict=Verdict.AT_RISK, runway=runway, detail=detail))
         else:
-            out.append(replace(f, runway=runway))
+            out.append(rebuilt(f, runway=runway))
     return tuple(out)
 
 

@@ -334,12 +334,11 @@ def test_planning_core_imports_no_io() -> None:
 
 
 def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
-    # plan._rebuilt builds a Finding from its __dict__, for speed: that must stay its fields and
+    # model.rebuilt builds a Finding from its __dict__, for speed: that must stay its fields and
     # nothing else (this sample names every field, so a new one fails here first).
     from dataclasses import fields, replace
 
-    from recovery.model import Finding, Runway
-    from recovery.plan import _rebuilt
+    from recovery.model import Finding, Runway, rebuilt
 
     sample = {
         "source_id": "1",
@@ -359,26 +358,55 @@ def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
     f = Finding(**{field.name: sample[field.name] for field in fields(Finding)})
 
     changes = {"verdict": Verdict.BELOW_LOG_START, "spark_error": None, "records_lost": 1, "notes": ()}
-    rebuilt = _rebuilt(f, **changes)
-    assert rebuilt == replace(f, **changes)  # type: ignore[arg-type]
-    assert list(vars(rebuilt)) == [field.name for field in fields(Finding)]
-    assert _rebuilt(f) == f
+    copy = rebuilt(f, **changes)
+    assert copy == replace(f, **changes)  # type: ignore[arg-type]
+    assert list(vars(copy)) == [field.name for field in fields(Finding)]
+    assert rebuilt(f) == f
 
 
 def test_every_rebuilt_finding_names_fields_that_exist() -> None:
-    # _rebuilt copies __dict__ without Finding.__init__, which would refuse a misspelt field: so
-    # every keyword of every _rebuilt call in the planning core is checked here instead.
+    # rebuilt copies __dict__ without Finding.__init__, which would refuse a misspelt field: so
+    # every keyword of every rebuilt call in the planning core and the runway is checked here.
     from dataclasses import fields
 
     import recovery.plan
+    import recovery.runway
     from recovery.model import Finding
 
-    tree = ast.parse(Path(recovery.plan.__file__).read_text())
     calls = [
         node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_rebuilt"
+        for module in (recovery.plan, recovery.runway)
+        for node in ast.walk(ast.parse(Path(module.__file__ or "").read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "rebuilt"
     ]
     named = {kw.arg for call in calls for kw in call.keywords}
-    assert len(calls) >= 5 and None not in named  # no **changes passed through
+    assert len(calls) >= 8 and None not in named  # no **changes passed through
     assert named <= {field.name for field in fields(Finding)}
+
+
+def test_moves_and_changes_built_without_init_are_whole() -> None:
+    # plan._move and plan._change fill the __dict__ of a Move and an OffsetChange directly, for
+    # speed: with exactly their fields, equal to what the dataclass would build.
+    from dataclasses import fields
+
+    view = uncommitted(3, {O0: 300, O1: 2}, {O0: 334, O1: 9})
+    plan = plan_repair(view, cluster((0, 10), (5, 20)))
+    assert plan.moves and len(plan.changes) >= 2
+    for made, cls in [*((m, Move) for m in plan.moves), *((c, OffsetChange) for c in plan.changes)]:
+        assert list(vars(made)) == [field.name for field in fields(cls)]
+        assert made == cls(**vars(made))
+
+
+def test_without_the_sink_a_partition_the_stored_end_lacks_gets_no_alternative() -> None:
+    # The alternative (the sink holds the re-run batch) judges from the stored end: a partition
+    # only the start has (a topic since deleted) has no alternative, and the others are matched by
+    # partition, not by place.
+    gone = TopicPartition("gone", 0)
+    findings = assess(uncommitted(3, {gone: 1, O0: 5}, {O0: 40}), cluster((0, 10)))
+    assert [(f.tp, f.verdict, f.spark_error) for f in findings] == [
+        (gone, Verdict.TOPIC_GONE, PARTITIONS_DELETED),
+        (O0, Verdict.BEYOND_LOG_END, COULD_NOT_READ),
+    ]
+    assert findings[0].notes == ()
+    (note,) = findings[1].notes
+    assert "depends on the sink" in note and OFFSET_CHANGED in note
