@@ -262,8 +262,11 @@ class KafkaAdmin:
             with_lso=isolation is Isolation.READ_COMMITTED,
         )
         # The positions alone: no time lookup row per partition (100,000 of them in a large plan).
-        ranges: dict[TopicPartition, PartitionOffsets | MissingPartition] = dict(got.missing)
+        ranges: dict[TopicPartition, PartitionOffsets | MissingPartition] = {}
         ranges.update(ans.partition_offsets(got.present, got.answers, got.topic_ids))
+        if not got.missing:
+            return ranges, got.found  # in the order of got.present: sorted already
+        ranges.update(got.missing)
         return dict(sorted(ranges.items(), key=item_key)), got.found
 
     def offset_rows(
@@ -311,7 +314,7 @@ class KafkaAdmin:
         *,
         with_lso: bool,
     ) -> _Answered:
-        tps = sorted(set(partitions), key=tp_key)
+        tps = sorted(set(partitions))  # TopicPartition tuples sort by topic, then partition
         deadline = Deadline(self.config.timeout_s)
         listed = {name for name, topic in (topics or {}).items() if isinstance(topic, ListedTopic)}
         known = {name: t for name, t in (topics or {}).items() if isinstance(t, TopicInfo)}
