@@ -9,7 +9,6 @@ line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
@@ -110,8 +109,6 @@ def cluster_for(
     kafka: KafkaConfig,
     view: CheckpointView,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    *,
-    described: Callable[[Mapping[str, int]], object] | None = None,
 ) -> ClusterView:
     """What the planning core needs from Kafka to judge ``view``: the log ranges, under
     read_committed also the high watermarks (an open transaction), and, for topics whose ids were
@@ -119,8 +116,7 @@ def cluster_for(
     that read up to the position (``ListOffsets`` by time, at ``batchTimestampMs`` plus the
     clock-skew allowance). All of it in one round (:func:`recovery.kafka.cluster.cluster_with_times`):
     one Metadata request, then the ListOffsets requests of every lookup sent together; beyond
-    :data:`TIMES_WITH_RANGES_MAX` partitions the time lookups follow the others.
-    ``described``: called with the existing topics' partition counts between the two."""
+    :data:`TIMES_WITH_RANGES_MAX` partitions the time lookups follow the others."""
     times: dict[int, set[TopicPartition]] = {}
     for source in view.sources:
         if source.start_read_by_ms is not None:
@@ -130,9 +126,7 @@ def cluster_for(
             times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set()).update(unrecorded)
     together = sum(map(len, times.values())) <= TIMES_WITH_RANGES_MAX
     topics = checkpoint_topics(view)
-    cluster, found = cluster_with_times(
-        kafka, topics, isolation, times if together else {}, described=described
-    )
+    cluster, found = cluster_with_times(kafka, topics, isolation, times if together else {})
     if not together:
         found = first_offsets_at_times(kafka, _may_tell(view, cluster))
     cluster = replace(cluster, isolation=isolation)

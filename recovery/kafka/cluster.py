@@ -10,7 +10,7 @@ partition's log start and end, plus the first offsets at or after a time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from recovery.errors import NoOffsetForTime
@@ -41,22 +41,18 @@ def cluster_with_times(
     topics: Iterable[str],
     isolation: Isolation,
     times: Mapping[int, Iterable[TopicPartition]],
-    *,
-    described: Callable[[Mapping[str, int]], object] | None = None,
 ) -> tuple[ClusterView, Mapping[int, Mapping[TopicPartition, int | None]]]:
     """:func:`cluster_view` (under read_committed with its ``high_watermarks`` and ``isolation``
     set) and, sent in the same round of requests, the first offset whose record's timestamp is
     >= T for each ``T: partitions`` of ``times`` (KIP-79; None where no record is that new).
-    Partitions of topics that do not exist are left out. ``described`` is called with the existing
-    topics' partition counts as soon as they are known, before the ListOffsets requests go out
-    (so a caller can start other reads of those partitions meanwhile).
+    Partitions of topics that do not exist are left out.
 
     Example::
 
         view, found = cluster_with_times(kafka, {"orders"}, READ_UNCOMMITTED, {t: [orders_0]})
         found[t][orders_0]  # 1042, or None
     """
-    view, hwms, found = _read_cluster(kafka, topics, isolation, times, described)
+    view, hwms, found = _read_cluster(kafka, topics, isolation, times)
     if isolation is Isolation.READ_COMMITTED:
         view = replace(view, isolation=isolation, high_watermarks=hwms)
     return view, found
@@ -67,14 +63,11 @@ def _read_cluster(
     topics: Iterable[str],
     isolation: Isolation,
     times: Mapping[int, Iterable[TopicPartition]],
-    described: Callable[[Mapping[str, int]], object] | None = None,
 ) -> tuple[ClusterView, dict[TopicPartition, int], Mapping[int, Mapping[TopicPartition, int | None]]]:
     from recovery.kafka.admin import admin_for
 
     admin = admin_for(kafka)
     infos = {name: info for name, info in admin.describe(sorted(set(topics))).items() if info is not None}
-    if described is not None:
-        described({name: info.partitions for name, info in infos.items()})
     tps = [TopicPartition(name, p) for name, info in sorted(infos.items()) for p in range(info.partitions)]
     ranges, found = admin.ranges_and_times(tps, isolation, times, topics=infos) if tps else ({}, {})
     rows = [row for row in ranges.values() if isinstance(row, PartitionOffsets)]

@@ -210,6 +210,10 @@ def _one_round(
         "fetch.message.max.bytes": 1024,
         "queued.max.messages.kbytes": 1024,
         "fetch.wait.max.ms": 100,
+        # The read ahead is assigned positions before the cluster is described, in topics that may
+        # be gone: never ask a broker that creates topics on demand to make one (librdkafka's
+        # consumer default, said here so that no -X setting changes it).
+        "allow.auto.create.topics": False,
     }
     found: dict[tuple[TopicPartition, int], RecordStamp | str] = {}
     try:
@@ -234,11 +238,25 @@ def _one_round(
         found.update({(tp, o): reason for tp, o in pending.items()})
         pending = {}
     finally:
-        consumer.close()
+        _close_aside(consumer)
     why = _NOT_READ if until.done(pending) else f"no record fetched within {kafka.timeout_s:g}s"
     found.update({(tp, o): why for tp, o in pending.items()})
     log.debug("runway: %d record stamps read", sum(isinstance(v, RecordStamp) for v in found.values()))
     return found
+
+
+def _close_aside(consumer: Any) -> None:
+    """Close ``consumer`` in a thread of its own: librdkafka takes ~20 ms to let go of 2,000
+    partitions, which the answers need not wait for (a validation judges and prints meanwhile). The
+    thread is not a daemon: the interpreter waits for it at exit, so the consumer is always closed."""
+
+    def close() -> None:
+        try:
+            consumer.close()
+        except Exception as exc:  # nothing to answer for: the records were read, or why not
+            log.debug("runway: closing the consumer failed (%s)", type(exc).__name__)
+
+    threading.Thread(target=close, name="runway-consumer-close").start()
 
 
 def _take(
@@ -303,7 +321,8 @@ class RunwayReader:
     offsets meanwhile: the record reads take a consumer's connection and a fetch round, about as
     long as the ListOffsets lookups).
 
-    ``start`` guesses the positions (where the checkpoint resumes, in partitions that exist). ``facts``
+    ``start`` guesses the positions (where the checkpoint resumes, before the cluster is described:
+    a guessed partition that does not exist is never wanted, and the read ends without it). ``facts``
     tells the read which positions are wanted (it ends once those are read), waits for it, and
     reads the wanted positions it did not guess, and again those it found at the log end or past
     it (records may have arrived by the time the offsets were asked). A record found ahead stays

@@ -329,6 +329,33 @@ def test_a_runway_read_ahead_ends_once_the_wanted_positions_are_read_or_when_clo
         closed.start({(real, 1)})
 
 
+@pytest.mark.integration
+def test_validate_reads_ahead_in_a_topic_that_does_not_exist_without_creating_it(tmp_path: Path) -> None:
+    # The runway's read ahead starts before the cluster is described, so it is assigned the
+    # checkpoint's positions in a topic that no longer exists: on a broker that creates topics on
+    # demand (Kafka's default, not the rig's), that must neither create it nor keep the read going.
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
+
+    from recovery.local.broker import LocalKafkaBroker
+
+    with LocalKafkaBroker(config={"auto.create.topics.enable": "true"}) as eager:
+        chk = checkpoint(tmp_path / "chk", "deleted-orders", [5, 5])
+        started = time.monotonic()
+        report = validate_checkpoint(str(chk), KafkaConfig(eager.bootstrap_servers, timeout_s=60))
+        took = time.monotonic() - started
+        # The broker does create on demand: a producer's metadata request (which allows it) does.
+        Producer({"bootstrap.servers": eager.bootstrap_servers}).list_topics("made-on-demand", timeout=30)
+        listed = AdminClient({"bootstrap.servers": eager.bootstrap_servers}).list_topics(timeout=30)
+
+    assert [(f.tp.partition, f.verdict) for f in report.findings] == [
+        (0, Verdict.TOPIC_GONE),
+        (1, Verdict.TOPIC_GONE),
+    ]
+    assert "made-on-demand" in listed.topics and "deleted-orders" not in listed.topics
+    assert took < 30  # the read ahead ended with the wanted positions (none), not at the timeout
+
+
 def test_a_large_guess_is_not_read_ahead_and_the_wanted_positions_are_read_after(
     bootstrap: str, new_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
