@@ -322,7 +322,7 @@ def rebuilt(f: Finding, **changes: Any) -> Finding:
     no ``__post_init__``, no slots and no ``init=False`` field, so its ``__dict__`` is its fields
     and the copy is what ``__init__`` would build (a test compares it with ``replace``; another
     checks every keyword passed to it)."""
-    new = object.__new__(Finding)
+    new = object.__new__(type(f))
     new.__dict__.update(f.__dict__, **changes)
     return new
 

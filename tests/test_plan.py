@@ -410,3 +410,15 @@ def test_without_the_sink_a_partition_the_stored_end_lacks_gets_no_alternative()
     assert findings[0].notes == ()
     (note,) = findings[1].notes
     assert "depends on the sink" in note and OFFSET_CHANGED in note
+
+
+def test_without_the_sink_each_alternative_outcome_has_its_own_note_shared_by_its_partitions() -> None:
+    # O0 and O1: past the log end either way, but Spark fails differently (their note is one text);
+    # O2: below the log start either way, with a different count (its own note); O3: the same
+    # outcome either way (no note).
+    view = uncommitted(3, {O0: 5, O1: 5, O2: 5, O3: 5}, {O0: 40, O1: 40, O2: 8, O3: 6})
+    findings = assess(view, cluster((0, 10), (0, 10), (9, 10), (0, 10)))
+    notes = [[n for n in f.notes if n.startswith("depends on the sink")] for f in findings]
+    assert len(notes[0]) == len(notes[1]) == len(notes[2]) == 1 and notes[3] == []
+    assert notes[0][0] is notes[1][0] and OFFSET_CHANGED in notes[0][0]
+    assert notes[2][0] != notes[0][0] and "BELOW_LOG_START" in notes[2][0]

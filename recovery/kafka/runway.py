@@ -44,9 +44,14 @@ _BATCH = 500  # messages taken per consume() call
 _NOT_READ = "not read (the read ended before it: stopped, or not needed)"
 _AT_END = "nothing readable at or after it now (transaction markers or aborted records only)"
 _OUT_OF_RANGE = "deleted while being read"
+_UNKNOWN = "not in the cluster's metadata when read"
+# librdkafka's answers for a topic or partition its metadata does not have (yet)
+_UNKNOWN_ERRORS = frozenset({"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION"})
 # What a read ahead may answer for a position that has a record by the time the offsets are known:
-# read again. Other answers (a fetch error, a timeout, settings refused) would only repeat.
-_READ_AGAIN = frozenset({_NOT_READ, _AT_END, _OUT_OF_RANGE})
+# read again. Other answers (a fetch error, a timeout, settings refused) would only repeat. The read
+# ahead is assigned positions before the cluster is described: a partition it did not know then
+# (created since, or metadata not yet everywhere) may be wanted after all.
+_READ_AGAIN = frozenset({_NOT_READ, _AT_END, _OUT_OF_RANGE, _UNKNOWN})
 _STOPPED = "not read (stopped)"
 _CLOSE_WAIT_S = 5.0  # close() waits this long for a stopped read (a fetch round, a consumer close)
 # More guessed positions than this are not read ahead: the read ahead saves about the time of the
@@ -238,25 +243,11 @@ def _one_round(
         found.update({(tp, o): reason for tp, o in pending.items()})
         pending = {}
     finally:
-        _close_aside(consumer)
+        consumer.close()
     why = _NOT_READ if until.done(pending) else f"no record fetched within {kafka.timeout_s:g}s"
     found.update({(tp, o): why for tp, o in pending.items()})
     log.debug("runway: %d record stamps read", sum(isinstance(v, RecordStamp) for v in found.values()))
     return found
-
-
-def _close_aside(consumer: Any) -> None:
-    """Close ``consumer`` in a thread of its own: librdkafka takes ~20 ms to let go of 2,000
-    partitions, which the answers need not wait for (a validation judges and prints meanwhile). The
-    thread is not a daemon: the interpreter waits for it at exit, so the consumer is always closed."""
-
-    def close() -> None:
-        try:
-            consumer.close()
-        except Exception as exc:  # nothing to answer for: the records were read, or why not
-            log.debug("runway: closing the consumer failed (%s)", type(exc).__name__)
-
-    threading.Thread(target=close, name="runway-consumer-close").start()
 
 
 def _take(
@@ -279,6 +270,8 @@ def _take(
             reason = _AT_END
         elif name in ("OFFSET_OUT_OF_RANGE", "_AUTO_OFFSET_RESET"):  # the latter: auto.offset.reset=error
             reason = _OUT_OF_RANGE
+        elif name in _UNKNOWN_ERRORS:
+            reason = _UNKNOWN
         else:
             reason = f"fetch answered {name}"
         found[(tp, position)] = reason

@@ -332,28 +332,47 @@ def test_a_runway_read_ahead_ends_once_the_wanted_positions_are_read_or_when_clo
 @pytest.mark.integration
 def test_validate_reads_ahead_in_a_topic_that_does_not_exist_without_creating_it(tmp_path: Path) -> None:
     # The runway's read ahead starts before the cluster is described, so it is assigned the
-    # checkpoint's positions in a topic that no longer exists: on a broker that creates topics on
-    # demand (Kafka's default, not the rig's), that must neither create it nor keep the read going.
+    # checkpoint's positions in a topic that no longer exists too: on a broker that creates topics
+    # on demand (Kafka's default, not the rig's), that must not create it, nor hold up the read of
+    # the topic that does exist.
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
 
     from recovery.local.broker import LocalKafkaBroker
 
     with LocalKafkaBroker(config={"auto.create.topics.enable": "true"}) as eager:
-        chk = checkpoint(tmp_path / "chk", "deleted-orders", [5, 5])
+        bootstrap = eager.bootstrap_servers
+        topics.create_topic(bootstrap, "orders", 2)
+        topics.produce(bootstrap, "orders", topics.keyed_records(6, partitions=2))
+        # One committed batch that read orders up to 1 in each partition, and a topic since deleted.
+        meta = {"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000), "conf": {}}
+        ends = {"orders": {"0": 1, "1": 1}, "deleted-orders": {"0": 5, "1": 5}}
+        files = {
+            "metadata": json.dumps({"id": "5b1c2a4e-0d55-4b8e-9a51-3f3b9d3c1e27"}),
+            "offsets/0": f"v1\n{json.dumps(meta)}\n{json.dumps(ends)}",
+            "commits/0": 'v1\n{"nextBatchWatermarkMs":0}',
+            "sources/0/0": "\x00v1\n" + json.dumps({t: dict.fromkeys(p, 0) for t, p in ends.items()}),
+        }
+        for rel, text in files.items():
+            (tmp_path / "chk" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "chk" / rel).write_text(text)
         started = time.monotonic()
-        report = validate_checkpoint(str(chk), KafkaConfig(eager.bootstrap_servers, timeout_s=60))
+        report = validate_checkpoint(str(tmp_path / "chk"), KafkaConfig(bootstrap, timeout_s=60))
         took = time.monotonic() - started
         # The broker does create on demand: a producer's metadata request (which allows it) does.
-        Producer({"bootstrap.servers": eager.bootstrap_servers}).list_topics("made-on-demand", timeout=30)
-        listed = AdminClient({"bootstrap.servers": eager.bootstrap_servers}).list_topics(timeout=30)
+        Producer({"bootstrap.servers": bootstrap}).list_topics("made-on-demand", timeout=30)
+        listed = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30)
 
-    assert [(f.tp.partition, f.verdict) for f in report.findings] == [
-        (0, Verdict.TOPIC_GONE),
-        (1, Verdict.TOPIC_GONE),
+    assert [(f.tp.topic, f.tp.partition, f.verdict) for f in report.findings] == [
+        ("deleted-orders", 0, Verdict.TOPIC_GONE),
+        ("deleted-orders", 1, Verdict.TOPIC_GONE),
+        ("orders", 0, Verdict.OK),
+        ("orders", 1, Verdict.OK),
     ]
+    for ok in report.findings[2:]:  # the record at 1 was read: its age is known
+        assert ok.runway is not None and ok.runway.oldest_unread_ms is not None, ok.runway
     assert "made-on-demand" in listed.topics and "deleted-orders" not in listed.topics
-    assert took < 30  # the read ahead ended with the wanted positions (none), not at the timeout
+    assert took < 30  # the read did not wait for the gone topic's positions until the timeout
 
 
 def test_a_large_guess_is_not_read_ahead_and_the_wanted_positions_are_read_after(
