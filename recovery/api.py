@@ -113,7 +113,7 @@ def validate_checkpoint(
     try:
         if reader is not None:
             # The runway's record reads start at once, beside the describe and the ListOffsets (on 2
-            # cores, ~30 ms sooner than after the describe at 2,000 partitions). A position in a
+            # cores, ~50 ms sooner than after the describe at 2,000 partitions). A position in a
             # partition that does not exist is never wanted: the read stops once facts() says what
             # is (ReadUntil). The shared admin client is made first, not by both threads at once.
             from recovery.kafka.admin import admin_for
