@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable
 from recovery.kafka import answers as ans
@@ -262,12 +262,8 @@ class KafkaAdmin:
             with_lso=isolation is Isolation.READ_COMMITTED,
         )
         # The positions alone: no time lookup row per partition (100,000 of them in a large plan).
-        ranges: dict[TopicPartition, PartitionOffsets | MissingPartition] = {}
-        ranges.update(ans.partition_offsets(got.present, got.answers, got.topic_ids))
-        if not got.missing:
-            return ranges, got.found  # in the order of got.present: sorted already
-        ranges.update(got.missing)
-        return dict(sorted(ranges.items(), key=item_key)), got.found
+        ranges = ans.partition_offsets(got.present, got.answers, got.topic_ids)
+        return _with_missing(ranges, got.missing), got.found
 
     def offset_rows(
         self,
@@ -298,11 +294,8 @@ class KafkaAdmin:
         with_lso: bool,
     ) -> dict[TopicPartition, OffsetRow | MissingPartition]:
         got = self._answered(partitions, time_spec, isolation, topics, {}, with_lso=with_lso)
-        result: dict[TopicPartition, OffsetRow | MissingPartition] = dict(got.missing)
-        result.update(
-            ans.offset_rows(got.present, got.answers, got.topic_ids, time_spec, isolation, no_match)
-        )
-        return dict(sorted(result.items(), key=item_key))
+        rows = ans.offset_rows(got.present, got.answers, got.topic_ids, time_spec, isolation, no_match)
+        return _with_missing(rows, got.missing)
 
     def _answered(
         self,
@@ -656,6 +649,21 @@ def _gather(futures: Mapping[Any, Any], deadline: Deadline, what: str, config: K
         except KafkaException as exc:
             answered[ktp] = exc.args[0]
     return answered
+
+
+_Row = TypeVar("_Row")
+
+
+def _with_missing(
+    rows: Mapping[TopicPartition, _Row], missing: Mapping[TopicPartition, MissingPartition]
+) -> dict[TopicPartition, _Row | MissingPartition]:
+    """``rows`` (in the sorted order the partitions were asked in) with the ``missing`` partitions
+    in their places: sorted again only when there are some."""
+    merged: dict[TopicPartition, _Row | MissingPartition] = dict(rows)
+    if not missing:
+        return merged
+    merged.update(missing)
+    return dict(sorted(merged.items(), key=item_key))
 
 
 def tp_key(tp: TopicPartition) -> tuple[str, int]:

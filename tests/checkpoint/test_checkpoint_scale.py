@@ -103,11 +103,11 @@ def test_small_checkpoint_table_is_not_summarised(tmp_path: Path, capsys: pytest
         [{"a": {}}, {"b": [1, {"c": True}]}],
         {"k": ({"x": 1},), "n": {1: 2}, "e": {}},
         [[1, 2], [], [{"a": "é"}]],
-        # validate's partition rows: flat but for empty lists and objects (the fast path takes them)
+        # validate's partition rows: empty lists and objects among scalars
         [{"a": 1, "notes": [], "e": {}}, {"a": 2, "notes": ["x"], "e": {}}, {"e": {}, "a": 3}],
         [{"notes": [], "a": None}, {"notes": [], "a": "}},"}],
         [[], {}, [[]], [{}]],
-        # a row's own string that reads as the placeholder of a nested member: the slow path
+        # control characters, escaped as json.dumps escapes them
         [{"a": "\x000", "notes": ["x"]}, {"a": "\x0099", "notes": ["y", "z"]}],
         [{"a": [[], []], "b": [1, "]"], "c": {"d": [2]}}, {"a": ["[", "],\n  ["]}],
         # escaped as json.dumps escapes them: DEL, a character beyond the BMP, a non-string key
