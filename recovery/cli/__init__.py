@@ -154,19 +154,20 @@ def run(command: click.Command, argv: list[str] | None = None, prog_name: str = 
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
 
 
-# While a command runs, generation-0 collections every 200,000 allocations, not 700 (mypy runs
-# itself so): a command builds large, long-lived views of a checkpoint and a cluster, and at the
-# default thresholds the cyclic collector re-scanned them for 6.1 s of a 30 s repair plan of 100,000
-# partitions (1.4 s at this one; peak memory +4%). The library never changes it for its callers.
-GC_THRESHOLD = (200_000, 30, 30)
+# While a command runs, the cyclic collector is off. A command is one short-lived process that
+# builds large, long-lived views of a checkpoint and a cluster, and its objects form no cycles
+# worth collecting before exit (refcounting frees the rest). Collecting every 200,000 allocations
+# (mypy's setting) still cost 0.6-1.0 s of a 100,000-partition repair plan: 32 passes over the
+# young objects; off, the plan used 0.75 s less CPU at the same peak memory. The collector is
+# switched back on afterwards: the library never changes it for its callers.
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (``stream-recovery`` and ``python -m recovery``)."""
-    before = gc.get_threshold()
-    if before[0]:  # a threshold of 0 switches automatic collection off: it stays off
-        gc.set_threshold(*GC_THRESHOLD)
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         run(cli, argv)
     finally:
-        gc.set_threshold(*before)
+        if collecting:
+            gc.enable()
