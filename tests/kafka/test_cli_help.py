@@ -84,9 +84,8 @@ def test_a_command_runs_without_the_cyclic_collector_and_gives_it_back(
         raise SystemExit(0)
 
     monkeypatch.setattr(recovery.cli, "run", run)
-    before = gc.get_threshold()
-    if not automatic:
-        gc.disable()
+    before, was_on = gc.get_threshold(), gc.isenabled()
+    (gc.enable if automatic else gc.disable)()
     try:
         with pytest.raises(SystemExit):
             recovery.cli.main(["checkpoint", "--help"])
@@ -96,4 +95,4 @@ def test_a_command_runs_without_the_cyclic_collector_and_gives_it_back(
         assert gc.isenabled() is automatic
         assert gc.get_threshold() == before
     finally:
-        gc.enable()
+        (gc.enable if was_on else gc.disable)()
