@@ -4,7 +4,8 @@ that talks to a third-party library translates that library's exceptions (``rais
 
 * RecoveryError
   x InvalidInput            bad flag, unreadable or malformed file            -> exit 2
-    + CheckpointFormatError, OffsetSpecError, ConfigError, DeltaTableNotFound
+    + CheckpointFormatError, OffsetSpecError, ConfigError, DeltaTableNotFound,
+      DeltaNotInstalled     a Delta table was named, and the Delta extra is not installed
   x StateError              the world is not in a state we can act on        -> exit 1
     + CheckpointInUse, LossBudgetExceeded, SinkWouldSkip, PlanOutdated, NoOffsetForTime,
       GateFailed, LedgerGateFailed, LedgerBehindData, LedgerJobStopped, GroupActive, GroupNotOurs,
@@ -95,6 +96,19 @@ class ConfigError(InvalidInput):
 
 class DeltaTableNotFound(InvalidInput):
     """No Delta table at the path (as opposed to a table that could not be read just now)."""
+
+
+class DeltaNotInstalled(InvalidInput):
+    """Reading or writing a Delta table needs deltalake and pyarrow, which a plain
+    ``pip install stream-recovery`` leaves out (~300 MB a Kafka-only install does not use).
+    ``missing`` is the top-level module that could not be imported."""
+
+    def __init__(self, missing: str) -> None:
+        self.missing = missing
+        super().__init__(
+            f"{missing} is not installed; Delta tables need the Delta extra: "
+            "pip install 'stream-recovery[delta]'"
+        )
 
 
 # -- state (exit 1) ------------------------------------------------------------------------------

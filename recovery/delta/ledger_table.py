@@ -1,7 +1,8 @@
 """The ledger table's edge: read the latest offsets, create a ledger, append rows (deltalake + pyarrow).
 
 deltalake's exceptions become :class:`~recovery.errors.DeltaError` (``DeltaTableNotFound`` when there
-is no table at the path); nothing here imports deltalake or pyarrow at import time.
+is no table at the path). deltalake and pyarrow come from :mod:`recovery.delta.log`, which loads them
+on first use (``DeltaNotInstalled`` without the Delta extra).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 
 from recovery.delta.ledger_conf import OPTIONAL_COLUMNS, LedgerColumns, LedgerConf
 from recovery.delta.ledger_model import LedgerEntry, LedgerRow, LedgerState
-from recovery.delta.log import delta_errors, open_table
+from recovery.delta.log import delta_errors, deltalake, open_table
+from recovery.delta.log import pyarrow as pa
 from recovery.errors import InvalidInput, PlanOutdated
 from recovery.model import TopicPartition
 
@@ -27,8 +29,6 @@ def _literal(value: str) -> str:
 
 def read_ledger(conf: LedgerConf) -> LedgerState:
     """The latest row per partition (highest batch id, then latest commit time) of the pipeline."""
-    from deltalake import QueryBuilder
-
     cols = conf.columns
     dt = open_table(conf.table, conf.storage_options)
     names = {f.name for f in dt.schema().fields}
@@ -69,8 +69,8 @@ def read_ledger(conf: LedgerConf) -> LedgerState:
     batch = _quote(wanted["batch_id"])
     top = f"SELECT max(batch_id) AS top FROM (SELECT {batch} AS batch_id FROM ledger {where}) AS b"
     with delta_errors(conf.table):
-        rows = _pylist(QueryBuilder().register("ledger", dt).execute(sql))
-        [max_row] = _pylist(QueryBuilder().register("ledger", dt).execute(top))
+        rows = _pylist(deltalake.QueryBuilder().register("ledger", dt).execute(sql))
+        [max_row] = _pylist(deltalake.QueryBuilder().register("ledger", dt).execute(top))
         version = int(dt.version())
     entries = tuple(
         LedgerEntry(
@@ -96,14 +96,12 @@ def read_ledger(conf: LedgerConf) -> LedgerState:
 def _refuse_mixed_pipelines(table: str, dt: Any, column: str) -> None:
     """Without a pipeline, the latest rows of every pipeline would be merged into one position per
     partition (and a repair would append rows no pipeline reads): name one."""
-    from deltalake import QueryBuilder
-
     sql = (
         f"SELECT DISTINCT {_quote(column)} AS p FROM ledger WHERE {_quote(column)} IS NOT NULL "
         "ORDER BY p LIMIT 11"
     )
     with delta_errors(table):
-        present = [str(r["p"]) for r in _pylist(QueryBuilder().register("ledger", dt).execute(sql))]
+        present = [str(r["p"]) for r in _pylist(deltalake.QueryBuilder().register("ledger", dt).execute(sql))]
     if present:
         named = ", ".join(present[:10]) + (" ..." if len(present) > 10 else "")
         raise InvalidInput(
@@ -123,16 +121,12 @@ def _iso(value: Any) -> str | None:
 
 
 def _pylist(reader: Any) -> list[dict[str, Any]]:
-    import pyarrow as pa
-
     table = pa.table(reader.read_all())
     return table.to_pylist()  # type: ignore[no-any-return]
 
 
 def ledger_schema() -> Any:
     """The toolkit's ledger schema (pyarrow)."""
-    import pyarrow as pa
-
     return pa.schema(
         [
             pa.field("pipeline", pa.string()),
@@ -150,22 +144,20 @@ def ledger_schema() -> Any:
 
 def create_ledger(table: str, storage_options: Mapping[str, str] | None = None) -> None:
     """Create an empty ledger with the toolkit's schema (nothing happens if one exists)."""
-    from deltalake import CommitProperties, DeltaTable
-
     with delta_errors(table):
-        DeltaTable.create(
+        deltalake.DeltaTable.create(
             table,
             schema=ledger_schema(),
             mode="ignore",
             storage_options=dict(storage_options) if storage_options else None,
-            commit_properties=CommitProperties(custom_metadata={"stream-recovery": "create ledger"}),
+            commit_properties=deltalake.CommitProperties(
+                custom_metadata={"stream-recovery": "create ledger"}
+            ),
         )
 
 
 def rows_table(rows: Sequence[LedgerRow], columns: LedgerColumns, schema: Any) -> Any:
     """``rows`` as a pyarrow table in the ledger's own column names and types."""
-    import pyarrow as pa
-
     values: dict[str, list[Any]] = {
         "pipeline": [r.pipeline for r in rows],
         "batch_id": [r.batch_id for r in rows],
@@ -205,9 +197,6 @@ def append_rows(
     (a blind append never conflicts in Delta, so the check is ours). ``app_transaction``: a
     ``(txnAppId, txnVersion)`` committed with the rows, as Spark's idempotent writes do.
     """
-    import pyarrow as pa
-    from deltalake import CommitProperties, Transaction, write_deltalake
-
     dt = open_table(conf.table, conf.storage_options)
     with delta_errors(conf.table):
         if expected_version is not None and dt.version() != expected_version:
@@ -218,12 +207,16 @@ def append_rows(
         schema = pa.schema(dt.schema().to_arrow())
         data = rows_table(rows, conf.columns, schema)
         txns = (
-            [Transaction(app_id=app_transaction[0], version=app_transaction[1])] if app_transaction else None
+            [deltalake.Transaction(app_id=app_transaction[0], version=app_transaction[1])]
+            if app_transaction
+            else None
         )
-        write_deltalake(
+        deltalake.write_deltalake(
             dt,
             data,
             mode="append",
-            commit_properties=CommitProperties(custom_metadata=dict(metadata or {}), app_transactions=txns),
+            commit_properties=deltalake.CommitProperties(
+                custom_metadata=dict(metadata or {}), app_transactions=txns
+            ),
         )
         return int(open_table(conf.table, conf.storage_options).version())

@@ -5,23 +5,57 @@ checkpoints present are one listing of ``_delta_log``; the data files a commit a
 ``add`` actions (``dataChange=true``, what a Delta stream reads), each checked in storage.
 deltalake's exceptions become :class:`~recovery.errors.DeltaError` (or ``InvalidInput`` when there is
 no table at the path).
+
+This module is the one place the library imports deltalake and pyarrow: :data:`deltalake` and
+:data:`pyarrow` load them on first use, and raise :class:`~recovery.errors.DeltaNotInstalled` (exit 2,
+naming the missing one and the extra to install) where ``pip install stream-recovery`` left them out.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from recovery.checkpoint.store import Store
 from recovery.delta.model import TableLog, VersionFiles
-from recovery.errors import DeltaError, DeltaTableNotFound, RecoveryError
+from recovery.errors import DeltaError, DeltaNotInstalled, DeltaTableNotFound, RecoveryError
+
+# What the ``delta`` extra installs (pyproject.toml), by top-level module.
+DELTA_LIBRARIES = ("deltalake", "pyarrow")
+
+
+def import_delta_library(name: str) -> ModuleType:
+    """The module ``name`` (one of :data:`DELTA_LIBRARIES`); DeltaNotInstalled when it, or a module
+    it needs, is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        raise DeltaNotInstalled((exc.name or name).partition(".")[0]) from exc
+
+
+class _Library:
+    """A heavy library loaded on first attribute access, so importing the Delta modules (and a
+    Kafka-only command, or ``--help``) never loads it, and a missing one is a one-line error."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(import_delta_library(self._name), attribute)
+
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
+    import deltalake as deltalake
+    import pyarrow as pyarrow
+else:
+    deltalake = _Library("deltalake")
+    pyarrow = _Library("pyarrow")
 
 LOG_DIR = "_delta_log"
 _COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -32,25 +66,25 @@ _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)$")
 
 @contextmanager
 def delta_errors(table: str) -> Iterator[None]:
-    from deltalake.exceptions import TableNotFoundError
-
     try:
         yield
     except RecoveryError:
         raise
-    except TableNotFoundError as exc:
+    except deltalake.exceptions.TableNotFoundError as exc:
         raise DeltaTableNotFound(f"{table}: not a Delta table ({exc})") from exc
     except Exception as exc:
+        # deltalake imports pyarrow itself where it hands out Arrow data (pyarrow is optional to it).
+        missing = (exc.name or "").partition(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
+        if missing in DELTA_LIBRARIES:
+            raise DeltaNotInstalled(missing) from exc
         # delta-rs raises DeltaError, CommitFailedError, OSError and pyo3 panics alike.
         raise DeltaError(f"{table}: {type(exc).__name__}: {exc}") from exc
 
 
-def open_table(table: str, storage_options: Mapping[str, str] | None = None) -> DeltaTable:
+def open_table(table: str, storage_options: Mapping[str, str] | None = None) -> deltalake.DeltaTable:
     """``deltalake.DeltaTable`` at ``table`` (its latest version)."""
-    from deltalake import DeltaTable
-
     with delta_errors(table):
-        return DeltaTable(table, storage_options=dict(storage_options) if storage_options else None)
+        return deltalake.DeltaTable(table, storage_options=dict(storage_options) if storage_options else None)
 
 
 def app_transaction_version(
