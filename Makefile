@@ -10,7 +10,7 @@ DEPPLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
 BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: demo test check test-fast lint typecheck install uninstall jars venv clean cluster
+.PHONY: demo test check test-fast lint typecheck docs install uninstall jars venv clean cluster
 
 demo: venv jars
 	$(PY) -m recovery.local.demo
@@ -20,12 +20,13 @@ demo: venv jars
 cluster: venv jars
 	$(PY) -m recovery.local.spark_cluster
 
-test: venv jars lint typecheck
+test: venv jars lint typecheck docs
 	$(PY) -m pytest
 
 # The fast lane: no broker, no Spark, no JVM (tests/conftest.py marks every test that needs the rig
-# `integration`, and fails an unmarked test that starts one anyway), and nothing marked `slow`.
-check: venv lint typecheck
+# `integration`, and fails an unmarked test that starts one anyway), and nothing marked `slow`; the
+# docs site is built too.
+check: venv lint typecheck docs
 	$(PY) -m pytest -m "not integration and not slow" -q
 
 test-fast: check
@@ -38,6 +39,10 @@ lint: venv
 
 typecheck: venv
 	$(VENV)/bin/mypy --strict recovery
+
+# The documentation site (mkdocs.yml, docs/): any warning fails the build.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir .cache/site
 
 # `stream-recovery` is installed (editable) in the venv; this links it into $(BINDIR), which is on
 # PATH on most systems (override: make install BINDIR=/somewhere/on/your/PATH).
@@ -59,7 +64,7 @@ $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[spark,dev]'
+	$(PY) -m pip install -q -e '.[delta,spark,dev]'
 	touch $@
 
 # One idempotent step for both commands: each jar set is copied by mvn into a fresh directory that is
