@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,11 +34,11 @@ from recovery.checkpoint import (
     open_checkpoint,
     rewrite_offsets,
 )
-from recovery.checkpoint.intent import INTENT_FILE, RECOVERY_DIR
-from recovery.checkpoint.rewrite import backup_root, lists_backups, new_backup_id
-from recovery.errors import LossBudgetExceeded, PlanOutdated, SinkWouldSkip
-from recovery.heartbeat import HEARTBEAT_FILE
-from recovery.heartbeat import refuse_if_in_use as refuse_if_in_use  # re-exported: delta-source repair
+from recovery.checkpoint.backup import backup_root, lists_backups, new_backup_id
+from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE, INTENT_FILE, RECOVERY_DIR
+from recovery.delta.sink import refuse_sink_skip
+from recovery.errors import LossBudgetExceeded, PlanOutdated
+from recovery.heartbeat import refuse_if_in_use
 from recovery.kafka.config import KafkaConfig
 from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, ClusterView, Plan, TopicPartition
 from recovery.plan import plan_repair, resolve_sink
@@ -192,37 +192,6 @@ def _announced_backup(
         "files": files,
         "none_listed": none_listed,
     }
-
-
-def refuse_sink_skip(
-    checkpoint: str | Checkpoint,
-    sink: str,
-    changed_files: Iterable[CheckpointFile],
-    storage_options: Mapping[str, Any] | None = None,
-) -> None:
-    """Raise SinkWouldSkip when the Delta sink ``sink`` would skip batches of this query once
-    ``changed_files`` are rewritten: their records would never reach it."""
-    warning = sink_warning(checkpoint, sink, changed_files, storage_options)
-    if warning is not None:
-        raise SinkWouldSkip(
-            f"{warning.message}. Nothing was written: start the query on a new checkpoint "
-            "(see `starting-offsets`), or pass --accept-sink-skip"
-        )
-
-
-def sink_warning(
-    checkpoint: str | Checkpoint,
-    sink: str,
-    changed_files: Iterable[CheckpointFile] = (),
-    storage_options: Mapping[str, Any] | None = None,
-) -> Any:
-    """The Delta sink's :class:`~recovery.delta.model.SinkWarning`, or None (deltalake is imported
-    only when a sink is named)."""
-    from recovery.delta.api import sink_warning as delta_sink_warning
-
-    return delta_sink_warning(
-        checkpoint, sink, changed_files=[str(f) for f in changed_files], storage_options=storage_options
-    )
 
 
 def _touched(plan: Plan) -> set[tuple[CheckpointFile, str, TopicPartition, bool]]:

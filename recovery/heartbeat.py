@@ -33,12 +33,12 @@ from typing import Any
 
 from recovery.checkpoint.intent import read_last_write
 from recovery.checkpoint.reader import Checkpoint
+from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE
 from recovery.checkpoint.store import Store
 from recovery.errors import CheckpointFormatError, CheckpointInUse, mask_credentials
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_FILE = "_recovery/heartbeat.json"
 HEARTBEAT_FORMAT = 1
 MIN_FRESH_S = 60.0  # a heartbeat is fresh for max(MIN_FRESH_S, FRESH_INTERVALS x interval_s)
 FRESH_INTERVALS = 3

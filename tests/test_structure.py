@@ -1,5 +1,5 @@
-"""The shape of the package: a pure core that does no IO, and a CLI that starts without the heavy
-libraries.
+"""The shape of the package: no import circle, a pure core that does no IO, and a CLI that starts
+without the heavy libraries.
 
 Pure modules (values in, values out: no files, network, processes, threads, clock or randomness)
 import only the standard library minus its IO modules, and other pure modules. They are the
@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import re
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,6 +253,163 @@ def test_the_purity_check_catches_what_it_must() -> None:
     )
     found = [v.line for v in violations(source, "recovery.delta.probe")]
     assert found == [2, 5, 9, 11, 12, 13]
+
+
+# -- import circles ----------------------------------------------------------------------------------
+# A reader follows the imports to learn the layers; a circle makes them meaningless. Imports inside
+# functions count (they run, only later); `if TYPE_CHECKING:` ones do not. Dynamic imports by name
+# (the CLI's command loader, the packages' lazy `__getattr__`) are not edges.
+
+Graph = dict[str, dict[str, tuple[int, ...]]]  # module -> {module of ours it imports: lines}
+
+
+def imports_of_ours(source: str, module: str) -> dict[str, tuple[int, ...]]:
+    """The modules of this package that ``source`` (the text of ``module``) imports, with the lines:
+    ``from pkg import name`` is ``pkg.name`` when that is a module, else ``pkg`` (its ``__init__``)."""
+    tree = ast.parse(source)
+    skip = _typing_only(tree)
+    found: dict[str, list[int]] = {}
+    for node in ast.walk(tree):
+        if id(node) in skip or not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        for name in dict.fromkeys(_imported(node, module)):
+            if name.split(".")[0] == "recovery" and name != module:
+                found.setdefault(name, []).append(node.lineno)
+    return {name: tuple(sorted(lines)) for name, lines in sorted(found.items())}
+
+
+@functools.cache
+def import_graph() -> Graph:
+    paths = sorted(PACKAGE.rglob("*.py"))
+    return {module_name(path): imports_of_ours(path.read_text(), module_name(path)) for path in paths}
+
+
+def _strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Tarjan's components of ``graph``, each sorted; nodes outside ``graph``'s keys are leaves."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def cycles(graph: Mapping[str, Iterable[str]], limit: int = 100) -> list[tuple[str, ...]]:
+    """Every elementary cycle of ``graph`` (at most ``limit``), each as its nodes in order from its
+    smallest one; a node importing itself is no cycle between modules."""
+    found = (
+        cycle
+        for component in _strongly_connected(graph)
+        if len(component) > 1
+        for start in component
+        for cycle in _cycles_from([start], graph, set(component))
+    )
+    return sorted(itertools.islice(found, limit))
+
+
+def _cycles_from(
+    path: list[str], graph: Mapping[str, Iterable[str]], members: set[str]
+) -> Iterator[tuple[str, ...]]:
+    """The cycles that go on from ``path`` back to its first node through larger nodes only, so
+    that each cycle is found once: from its smallest node."""
+    start = path[0]
+    for target in sorted(set(graph.get(path[-1], ())) & members):
+        if target == start and len(path) > 1:
+            yield tuple(path)
+        elif target > start and target not in path:
+            yield from _cycles_from([*path, target], graph, members)
+
+
+def _source_path(module: str) -> str:
+    """``recovery.checkpoint`` -> ``recovery/checkpoint/__init__.py``."""
+    path = ROOT / Path(*module.split("."))
+    file = path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py"
+    return str(file.relative_to(ROOT))
+
+
+def _describe(cycle: tuple[str, ...], graph: Graph) -> str:
+    """``a -> b -> a`` and, per step, the file and lines of the import."""
+    steps = [*cycle, cycle[0]]
+    edges = (
+        f"    {_source_path(a)}:{','.join(map(str, graph[a][b]))} imports {b}"
+        for a, b in itertools.pairwise(steps)
+    )
+    return "\n".join(["  " + " -> ".join(steps), *edges])
+
+
+def test_the_package_has_no_import_circle() -> None:
+    graph = import_graph()
+    found = cycles(graph)
+    assert not found, f"import circles in recovery/ ({len(found)}):\n" + "\n".join(
+        _describe(cycle, graph) for cycle in found
+    )
+
+
+def test_the_cycle_finder_finds_every_cycle_and_nothing_else() -> None:
+    graph = {
+        "a": {"b"},
+        "b": {"b", "c", "d"},  # b -> b: itself, not a circle between modules
+        "c": {"a"},  # a -> b -> c -> a
+        "d": {"b", "e"},  # b -> d -> b
+        "e": {"e"},
+        "f": {"a", "g"},  # leads into a cycle, is on none
+        "x": {"y"},
+        "y": {"x"},  # a second component
+    }
+    assert cycles(graph) == [("a", "b", "c"), ("b", "d"), ("x", "y")]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert len(cycles(graph, limit=2)) == 2
+
+
+def test_the_import_graph_counts_what_runs() -> None:
+    """Function-level imports count, TYPE_CHECKING ones do not; a name from a package is its
+    submodule when there is one, else the package's ``__init__``; relative imports are resolved."""
+    source = (
+        "from __future__ import annotations\n"
+        "from typing import TYPE_CHECKING\n"
+        "import json\n"
+        "from recovery.checkpoint import Checkpoint\n"  # 4: the package's __init__
+        "from recovery.checkpoint import format as fmt\n"  # 5: a submodule
+        "if TYPE_CHECKING:\n"
+        "    from recovery.apply import Applied\n"
+        "def f() -> None:\n"
+        "    from recovery.delta.ledger import ledger_gate\n"  # 9: inside a function
+        "    from . import ledger_plan, source\n"  # 10: relative, two submodules
+        "    import recovery.model\n"  # 11
+        "    from recovery.delta.probe import x\n"  # itself
+    )
+    assert imports_of_ours(source, "recovery.delta.probe") == {
+        "recovery.checkpoint": (4,),
+        "recovery.checkpoint.format": (5,),
+        "recovery.delta.ledger": (9,),
+        "recovery.delta.ledger_plan": (10,),
+        "recovery.delta.source": (10,),
+        "recovery.model": (11,),
+    }
 
 
 def _import_tree(stderr: str) -> dict[str, str]:

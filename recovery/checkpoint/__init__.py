@@ -5,7 +5,11 @@
 * :mod:`~recovery.checkpoint.restart` what Spark does on restart (pure)
 * :mod:`~recovery.checkpoint.store`   fsspec IO: listing, reading, atomic replacement
 * :mod:`~recovery.checkpoint.reader`  :func:`open_checkpoint` -> :class:`Checkpoint`
-* :mod:`~recovery.checkpoint.rewrite` plan/apply offset rewrites with backups; list/restore backups
+* :mod:`~recovery.checkpoint.recovery_dir` the names of the toolkit's own files under ``_recovery/``
+* :mod:`~recovery.checkpoint.backup`  backup sets: write, list, read and verify one
+* :mod:`~recovery.checkpoint.replacement` replacing files with their ``.crc`` side files, readable
+  at every step
+* :mod:`~recovery.checkpoint.rewrite` plan/apply offset rewrites with backups; restore backups
 * :mod:`~recovery.checkpoint.inspect` :func:`inspect_checkpoint`, :func:`inspect_backups` (read only)
 * :mod:`~recovery.checkpoint.intent`  :func:`checkpoint_lock` (one writer; intent record; rollback of an
   interrupted command), :func:`recover_interrupted`
@@ -19,6 +23,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real names, for type checkers and editors
+    from recovery.checkpoint.backup import (
+        BackupFile,
+        BackupSet,
+        incomplete_backups,
+        list_backups,
+    )
     from recovery.checkpoint.format import (
         CommitLogEntry,
         DeltaSourceOffset,
@@ -59,23 +69,19 @@ if TYPE_CHECKING:  # the real names, for type checkers and editors
         plan_restart,
     )
     from recovery.checkpoint.rewrite import (
-        BackupFile,
-        BackupSet,
         FileChange,
         RestoreResult,
         RewritePlan,
         apply_rewrite,
-        incomplete_backups,
-        list_backups,
         plan_offset_rewrite,
         restore_backup,
         rewrite_offsets,
     )
 
 _EXPORTS = {
-    "BackupFile": "recovery.checkpoint.rewrite",
+    "BackupFile": "recovery.checkpoint.backup",
     "BackupListing": "recovery.checkpoint.inspect",
-    "BackupSet": "recovery.checkpoint.rewrite",
+    "BackupSet": "recovery.checkpoint.backup",
     "Checkpoint": "recovery.checkpoint.reader",
     "CheckpointInfo": "recovery.checkpoint.inspect",
     "CommitLogEntry": "recovery.checkpoint.format",
@@ -102,10 +108,10 @@ _EXPORTS = {
     "StreamMetadata": "recovery.checkpoint.format",
     "apply_rewrite": "recovery.checkpoint.rewrite",
     "checkpoint_lock": "recovery.checkpoint.intent",
-    "incomplete_backups": "recovery.checkpoint.rewrite",
+    "incomplete_backups": "recovery.checkpoint.backup",
     "inspect_backups": "recovery.checkpoint.inspect",
     "inspect_checkpoint": "recovery.checkpoint.inspect",
-    "list_backups": "recovery.checkpoint.rewrite",
+    "list_backups": "recovery.checkpoint.backup",
     "open_checkpoint": "recovery.checkpoint.reader",
     "plan_offset_rewrite": "recovery.checkpoint.rewrite",
     "plan_restart": "recovery.checkpoint.restart",

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from recovery.checkpoint.backup import BackupSet, incomplete_backups, list_backups, require_location
 from recovery.checkpoint.format import KafkaOffsets, OffsetSeqMetadata, SourceKind
 from recovery.checkpoint.reader import FileRead, open_checkpoint
 from recovery.checkpoint.restart import RestartState
-from recovery.checkpoint.rewrite import BackupSet, incomplete_backups, list_backups, require_location
 from recovery.checkpoint.store import Store
 from recovery.errors import ExitCode
 from recovery.model import TopicPartition

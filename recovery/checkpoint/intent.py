@@ -45,17 +45,15 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
+from recovery.checkpoint.backup import MANIFEST, checked_rel_path, parse_manifest, verified_originals
+from recovery.checkpoint.recovery_dir import INTENT_FILE, LAST_WRITE_FILE, RECOVERY_DIR
+from recovery.checkpoint.replacement import replace_files
 from recovery.checkpoint.store import Entry, Store
 from recovery.errors import CheckpointFormatError, ExitCode, InvalidInput, StateError
 
 log = logging.getLogger(__name__)
 
-RECOVERY_DIR = "_recovery"
-INTENT_FILE = f"{RECOVERY_DIR}/intent.json"
 INTENT_FORMAT = 1
-# What the last writing command changed, and when it finished: its own rewrites of batch files are
-# no sign of a running query (recovery.heartbeat.refuse_if_in_use).
-LAST_WRITE_FILE = f"{RECOVERY_DIR}/last-write.json"
 
 
 class Phase(StrEnum):
@@ -505,8 +503,6 @@ def _take_over_leftover(store: Store, *, take_over: bool, flocked: bool) -> Inte
         )
     # Dead (or alive but without the flock we now hold: it no longer writes), or taken over.
     interrupted = Interrupted(intent, HolderState.DEAD if state is HolderState.ALIVE else state)
-    from recovery.checkpoint.rewrite import roll_back_intent
-
     roll_back_intent(store, intent)
     if intent.phase is Phase.WRITE:  # the rolled-back files are fresh, but no query wrote them
         record_last_write(store, f"rollback of {intent.holder.command}", intent.files)
@@ -518,6 +514,43 @@ def _take_over_leftover(store: Store, *, take_over: bool, flocked: bool) -> Inte
         f" from backup set {intent.backup_id}" if intent.phase is Phase.WRITE else " (nothing yet)",
     )
     return replace(interrupted)
+
+
+def roll_back_intent(store: Store, intent: Intent) -> None:
+    """Undo what an interrupted command did, from the backup set its intent record names: every
+    file in the set gets its backed-up bytes, every file recorded absent is removed, temp files
+    left by a killed atomic write are removed. Nothing had changed before phase ``write``."""
+    store.remove_temp_files(INTENT_FILE)
+    for rel in intent.files:
+        store.remove_temp_files(checked_rel_path(rel, store.display(INTENT_FILE)))
+    if intent.phase is not Phase.WRITE or intent.backup_id is None or intent.backup_root is None:
+        return
+    if "/" in intent.backup_id or "\\" in intent.backup_id or intent.backup_id in ("", ".", ".."):
+        raise CheckpointFormatError(
+            f"{store.display(INTENT_FILE)}: backup_id {intent.backup_id!r} is not a backup set name"
+        )
+    root = store.other(intent.backup_root)
+    data = root.read(f"{intent.backup_id}/{MANIFEST}")
+    if data is None:
+        raise StateError(
+            f"{store.display()}: {intent.holder.describe()} was interrupted and its backup set "
+            f"{root.display(intent.backup_id)} has no manifest; nothing was rolled back. Check the "
+            f"files it names ({', '.join(intent.files)}) with `checkpoint show`, restore them from "
+            f"another backup set if needed, then delete {store.display(INTENT_FILE)}"
+        )
+    backup = parse_manifest(data, root, intent.backup_id)
+    originals = verified_originals(root, backup)
+    current = {rel: store.read(rel) for rel in (*originals, *backup.absent)}
+    files: dict[str, bytes | None] = {rel: d for rel, d in originals.items() if current[rel] != d}
+    files.update({rel: None for rel in backup.absent if current[rel] is not None})
+    replace_files(store, files)
+    # The set now equals the checkpoint: drop it, so that "the newest backup" (restore's default)
+    # is not the state of a command that never happened. Manifest first: a kill here leaves an
+    # incomplete set (reported, never used).
+    root.remove(f"{backup.id}/{MANIFEST}")
+    for f in backup.files:
+        root.remove(f"{backup.id}/files/{f.path}")
+    root.remove_empty_dirs(backup.id)
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,8 @@ from typing import Any
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.crc import checksum_matches, crc_name, parse_checksum_file
 from recovery.checkpoint.format import SourceKind
-from recovery.checkpoint.intent import (
-    INTENT_FILE,
-    RECOVERY_DIR,
-    HolderState,
-    Interrupted,
-    read_interrupted,
-)
+from recovery.checkpoint.intent import HolderState, Interrupted, read_interrupted
+from recovery.checkpoint.recovery_dir import INTENT_FILE, RECOVERY_DIR
 from recovery.checkpoint.restart import (
     DEFAULT_MIN_BATCHES_TO_RETAIN,
     Issue,
@@ -238,6 +233,14 @@ class Checkpoint:
             return state
         level = Level.WARNING if interrupted.state is HolderState.ALIVE else Level.ERROR
         return replace(state, issues=(*state.issues, Issue(level, interrupted.message)))
+
+    def restart_problem(self) -> str | None:
+        """Why Spark cannot restart from this checkpoint at all, naming it (None: it can)."""
+        state = self.restart_state()
+        if state.can_restart:
+            return None
+        problems = "; ".join(i.message for i in state.issues if i.level is Level.ERROR)
+        return f"{self.location}: Spark cannot restart from this checkpoint: {problems}"
 
     def interrupted(self) -> Interrupted | None:
         """The toolkit's intent record, if one is left in ``_recovery/`` (see recovery.checkpoint.intent)."""

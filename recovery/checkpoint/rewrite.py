@@ -24,19 +24,29 @@ Crash safety (every writing function holds :func:`~recovery.checkpoint.intent.ch
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from recovery.checkpoint import format as fmt
-from recovery.checkpoint.crc import DEFAULT_BYTES_PER_CHECKSUM, checksum_file, crc_name, parse_checksum_file
-from recovery.checkpoint.intent import RECOVERY_DIR, Intent, Interrupted, Lock, Phase, checkpoint_lock
+from recovery.checkpoint.backup import (
+    MANIFEST,
+    BackupSet,
+    backup_root,
+    checked_rel_path,
+    list_backups,
+    lists_backups,
+    new_backup_id,
+    refuse_symlinked_backups,
+    require_location,
+    verified_originals,
+    write_backup,
+)
+from recovery.checkpoint.intent import Interrupted, Lock, Phase, checkpoint_lock
 from recovery.checkpoint.reader import Checkpoint
-from recovery.checkpoint.store import Entry, Store
+from recovery.checkpoint.replacement import crc_rel, replace_files, side_file, with_side_files
+from recovery.checkpoint.store import Store
 from recovery.errors import (
     CheckpointFormatError,
     ExitCode,
@@ -49,10 +59,6 @@ from recovery.heartbeat import refuse_if_in_use
 from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, TopicPartition
 
 log = logging.getLogger(__name__)
-
-BACKUPS_DIR = "_recovery/backups"
-MANIFEST = "manifest.json"
-MANIFEST_FORMAT = 1
 
 OffsetChanges = Mapping[TopicPartition, int | None]
 
@@ -70,27 +76,6 @@ class FileChange:
 class RewritePlan:
     checkpoint: str
     changes: tuple[FileChange, ...]
-
-
-@dataclass(frozen=True)
-class BackupFile:
-    path: str
-    sha256: str
-    size: int
-
-
-@dataclass(frozen=True)
-class BackupSet:
-    """A backup: the original bytes of some checkpoint files, and which of them did not exist."""
-
-    id: str
-    location: str
-    created: str
-    reason: str
-    checkpoint: str
-    query_id: str | None
-    files: tuple[BackupFile, ...]
-    absent: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -113,15 +98,6 @@ class RestoreResult:
     def exit_code(self) -> ExitCode:
         """0 restored or nothing to change; 1 a dry run with changes pending (as ``repair``)."""
         return ExitCode.ACTION_NEEDED if self.has_changes and not self.executed else ExitCode.OK
-
-
-def _crc_rel(rel: str) -> str:
-    parent, _, name = rel.rpartition("/")
-    return f"{parent}/{crc_name(name)}" if parent else crc_name(name)
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 # -- plan ------------------------------------------------------------------------------------------
@@ -154,264 +130,7 @@ def plan_offset_rewrite(
     return RewritePlan(chk.location, tuple(changes))
 
 
-# -- backups ---------------------------------------------------------------------------------------
-
-
-def _backup_root(
-    chk_store: Store, backup_dir: str | None, storage_options: Mapping[str, Any] | None
-) -> Store:
-    if backup_dir is None:
-        return chk_store.child(BACKUPS_DIR)
-    return chk_store.other(backup_dir, storage_options)
-
-
-def backup_root(chk_store: Store, backup_dir: str | None, storage_options: Mapping[str, Any] | None) -> Store:
-    """Where the checkpoint's backup sets go: ``backup_dir``, else its ``_recovery/backups``."""
-    return _backup_root(chk_store, backup_dir, storage_options)
-
-
-def new_backup_id(root: Store, *, known_empty: bool = False) -> str:
-    """A backup set id (the time, to the microsecond) no set in ``root`` has; ``known_empty``: the
-    caller knows ``root`` holds no set (no LIST needed)."""
-    base = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    taken = set() if known_empty else {e.name for e in root.list()}
-    candidate, n = base, 1
-    while candidate in taken:
-        candidate, n = f"{base}-{n}", n + 1
-    return candidate
-
-
-def write_backup(
-    chk_store: Store,
-    paths: tuple[str, ...],
-    *,
-    reason: str,
-    query_id: str | None,
-    backup_dir: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    backup_id: str | None = None,
-) -> BackupSet:
-    """Copy the current bytes of ``paths`` (relative to the checkpoint) into a new backup set;
-    the manifest is written last, so a set without one is incomplete: reported, never used."""
-    root = _backup_root(chk_store, backup_dir, storage_options)
-    backup_id = backup_id or new_backup_id(root)
-    files: list[BackupFile] = []
-    absent: list[str] = []
-    for rel in dict.fromkeys(paths):
-        data = chk_store.read(rel)
-        if data is None:
-            absent.append(rel)
-            continue
-        root.write(f"{backup_id}/files/{rel}", data)
-        files.append(BackupFile(rel, _sha256(data), len(data)))
-    backup = BackupSet(
-        id=backup_id,
-        location=root.display(backup_id),
-        created=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        reason=reason,
-        checkpoint=chk_store.location,
-        query_id=query_id,
-        files=tuple(files),
-        absent=tuple(absent),
-    )
-    root.write(f"{backup_id}/{MANIFEST}", _manifest_json(backup).encode("utf-8"))
-    return backup
-
-
-def _manifest_json(backup: BackupSet) -> str:
-    return json.dumps(
-        {
-            "format": MANIFEST_FORMAT,
-            "id": backup.id,
-            "created": backup.created,
-            "reason": backup.reason,
-            "checkpoint": backup.checkpoint,
-            "query_id": backup.query_id,
-            "files": [{"path": f.path, "sha256": f.sha256, "size": f.size} for f in backup.files],
-            "absent": list(backup.absent),
-        },
-        indent=2,
-    )
-
-
-# The toolkit's own records, and the running query's heartbeat (recovery.heartbeat): never restored.
-_PROTECTED = (
-    f"{RECOVERY_DIR}/backups",
-    f"{RECOVERY_DIR}/intent.json",
-    f"{RECOVERY_DIR}/lock",
-    f"{RECOVERY_DIR}/heartbeat.json",
-    f"{RECOVERY_DIR}/last-write.json",
-)
-
-
-def checked_rel_path(rel: Any, where: str) -> str:
-    """``rel`` if it is a plain relative path inside the checkpoint: a string of ``/``-separated
-    names, none empty, ``.`` or ``..``, no backslash or NUL, not the toolkit's own lock, intent
-    record or backups. Anything else is bad input naming ``where``."""
-    if not isinstance(rel, str) or not rel:
-        raise CheckpointFormatError(f"{where}: path {rel!r} is not a relative file path")
-    parts = rel.split("/")
-    if (
-        rel.startswith("/")
-        or any(p in ("", ".", "..") for p in parts)
-        or "\\" in rel
-        or "\x00" in rel
-        or ":" in parts[0]
-    ):
-        raise CheckpointFormatError(
-            f"{where}: path {rel!r} is not a plain relative path inside the checkpoint"
-        )
-    if any(rel == p or rel.startswith(p + "/") for p in _PROTECTED):
-        raise CheckpointFormatError(f"{where}: path {rel!r} names the toolkit's own files")
-    return rel
-
-
-def _parse_manifest(data: bytes, root: Store, backup_id: str) -> BackupSet:
-    path = root.display(f"{backup_id}/{MANIFEST}")
-    try:
-        value = json.loads(data)
-        files = tuple(
-            BackupFile(checked_rel_path(f["path"], path), str(f["sha256"]), int(f["size"]))
-            for f in value["files"]
-        )
-        absent = tuple(checked_rel_path(p, path) for p in value.get("absent", ()))
-        if str(value["id"]) != backup_id:
-            raise ValueError(f"id {value['id']!r} is not the directory's name {backup_id!r}")
-        if len({f.path for f in files} | set(absent)) != len(files) + len(absent):
-            raise ValueError("a path is listed twice")
-        if any(len(f.sha256) != 64 or f.size < 0 for f in files):
-            raise ValueError("bad sha256 or size")
-        return BackupSet(
-            id=backup_id,
-            location=root.display(backup_id),
-            created=str(value["created"]),
-            reason=str(value["reason"]),
-            checkpoint=str(value["checkpoint"]),
-            query_id=None if value.get("query_id") is None else str(value["query_id"]),
-            files=files,
-            absent=absent,
-        )
-    except CheckpointFormatError:
-        raise
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CheckpointFormatError(f"{path}: not a backup manifest ({exc})") from None
-
-
-def require_location(store: Store) -> None:
-    """Raise CheckpointFormatError (bad input) when nothing exists at the checkpoint's location:
-    there is no checkpoint to list backups of or restore into (a mistyped path, say)."""
-    if not store.exists():
-        raise CheckpointFormatError(f"{store.display()}: does not exist; no checkpoint here")
-
-
-def list_backups(
-    location: str,
-    storage_options: Mapping[str, Any] | None = None,
-    *,
-    backup_dir: str | None = None,
-) -> tuple[BackupSet, ...]:
-    """Complete backup sets of the checkpoint at ``location``, oldest first."""
-    root = _backup_root(Store(location, storage_options), backup_dir, storage_options)
-    if backup_dir is None:
-        _refuse_symlinked_backups(root.location, Store(location, storage_options))
-    out = []
-    for entry in root.list():
-        if not entry.is_dir:
-            continue
-        data = root.read(f"{entry.name}/{MANIFEST}")
-        if data is not None:
-            out.append(_parse_manifest(data, root, entry.name))
-    return tuple(sorted(out, key=lambda b: b.id))
-
-
-def incomplete_backups(
-    location: str,
-    storage_options: Mapping[str, Any] | None = None,
-    *,
-    backup_dir: str | None = None,
-) -> tuple[str, ...]:
-    """Backup set directories without a manifest (a command was killed while writing them): they
-    are reported, never used for a restore."""
-    root = _backup_root(Store(location, storage_options), backup_dir, storage_options)
-    return tuple(e.name for e in root.list() if e.is_dir and root.read(f"{e.name}/{MANIFEST}") is None)
-
-
-def _refuse_symlinked_backups(_root: str, chk_store: Store) -> None:
-    """The default backup directory must be real directories inside the checkpoint: a ``_recovery``
-    or ``_recovery/backups`` symlink is refused (pass an explicit --backup-dir instead)."""
-    for rel in (RECOVERY_DIR, BACKUPS_DIR):
-        if chk_store.is_symlink(rel):
-            raise InvalidInput(
-                f"{chk_store.display(rel)}: is a symlink; refusing to use it for backups "
-                "(name the backup directory explicitly with --backup-dir)"
-            )
-
-
 # -- apply -----------------------------------------------------------------------------------------
-
-
-def _side_file(store: Store, rel: str, data: bytes) -> bytes | None:
-    """The new side file for ``rel`` holding ``data`` (local file system only)."""
-    old = store.read(_crc_rel(rel))
-    parsed = parse_checksum_file(old) if old is not None else None
-    return checksum_file(data, parsed.bytes_per_checksum if parsed else DEFAULT_BYTES_PER_CHECKSUM)
-
-
-def _with_side_files(store: Store, paths: tuple[str, ...]) -> tuple[str, ...]:
-    """``paths`` and, where the file system keeps them, their ``.crc`` side files."""
-    if not store.keeps_crc:
-        return paths
-    return tuple(p for rel in paths for p in (rel, _crc_rel(rel)))
-
-
-def _is_crc(rel: str) -> bool:
-    name = rel.rpartition("/")[2]
-    return name.startswith(".") and name.endswith(".crc")
-
-
-def _data_rel(crc_rel: str) -> str:
-    parent, _, name = crc_rel.rpartition("/")
-    return f"{parent}/{name[1:-4]}" if parent else name[1:-4]
-
-
-def _replace_files(store: Store, files: Mapping[str, bytes | None]) -> None:
-    """Put ``files`` in place (``None`` removes) so that at every step Spark can read each file:
-    for a data file and its side file, the old side file goes first, then the data file is
-    replaced atomically, then the new side file is written (HDFS ChecksumFs: a missing ``.crc`` is
-    accepted, a stale one is a ChecksumException)."""
-    side = {rel: data for rel, data in files.items() if _is_crc(rel)}
-    done: set[str] = set()
-    for rel, data in files.items():
-        if _is_crc(rel):
-            continue
-        crc = _crc_rel(rel)
-        if crc in side:
-            store.remove(crc)
-        if data is None:
-            store.remove(rel)
-        else:
-            store.write_atomic(rel, data)
-        if crc in side:
-            new = side[crc]
-            if new is not None:
-                store.write_atomic(crc, new)
-            done.add(crc)
-    for crc, new in side.items():  # side files whose data file does not change
-        if crc in done:
-            continue
-        if new is None:
-            store.remove(crc)
-        elif store.read(_data_rel(crc)) is None or checksum_file_matches(store, crc, new):
-            store.write_atomic(crc, new)
-        else:  # never pair a data file with a side file that does not match it
-            store.remove(crc)
-
-
-def checksum_file_matches(store: Store, crc_rel: str, crc: bytes) -> bool:
-    from recovery.checkpoint.crc import checksum_matches
-
-    data = store.read(_data_rel(crc_rel))
-    return data is not None and checksum_matches(data, crc)
 
 
 def apply_rewrite(
@@ -451,11 +170,11 @@ def apply_rewrite(
             # again would only cost requests (9 on an object store).
             Checkpoint(store).verify()
         extra = {checked_rel_path(rel, "extra file"): data for rel, data in (extra or {}).items()}
-        paths = _with_side_files(store, tuple(c.path for c in plan.changes) + tuple(extra))
+        paths = with_side_files(store, tuple(c.path for c in plan.changes) + tuple(extra))
         originals = {rel: store.read(rel) for rel in paths}
-        root = _backup_root(store, backup_dir, storage_options)
+        root = backup_root(store, backup_dir, storage_options)
         if backup_dir is None:
-            _refuse_symlinked_backups(root.location, store)
+            refuse_symlinked_backups(store)
         announced = lock.intent.backup_id if lock.intent is not None else None
         if (
             announced
@@ -481,9 +200,9 @@ def apply_rewrite(
             for change in plan.changes:
                 new[change.path] = change.after
                 if store.keeps_crc:
-                    new[_crc_rel(change.path)] = _side_file(store, change.path, change.after)
+                    new[crc_rel(change.path)] = side_file(store, change.path, change.after)
             new.update(extra)
-            _replace_files(store, new)
+            replace_files(store, new)
         except BaseException as exc:  # an interrupt too: never leave the checkpoint half-rewritten
             _roll_back(store, originals, backup, exc, lock)
     log.info(
@@ -493,12 +212,6 @@ def apply_rewrite(
         backup.id,
     )
     return backup
-
-
-def lists_backups(recovery: Iterable[Entry]) -> bool:
-    """Whether a listing of ``_recovery/`` shows the checkpoint's own backup directory."""
-    name = BACKUPS_DIR.rpartition("/")[2]
-    return any(e.name == name for e in recovery)
 
 
 def _set_exists(backup_id: str, root: Store, backup_dir: str | None, lock: Lock) -> bool:
@@ -536,7 +249,7 @@ def _roll_back(
         f"--backup-dir {backup.location.rsplit('/', 1)[0]} --execute`"
     )
     try:
-        _replace_files(store, {rel: data for rel, data in originals.items() if store.read(rel) != data})
+        replace_files(store, {rel: data for rel, data in originals.items() if store.read(rel) != data})
         for rel in originals:
             store.remove_temp_files(rel)
         lock.done()
@@ -556,59 +269,6 @@ def _roll_back(
         f"{store.display()}: rewriting failed ({exc}); the original files were put back "
         f"(they are also in backup {backup.id})"
     ) from exc
-
-
-def roll_back_intent(store: Store, intent: Intent) -> None:
-    """Undo what an interrupted command did, from the backup set its intent record names: every
-    file in the set gets its backed-up bytes, every file recorded absent is removed, temp files
-    left by a killed atomic write are removed. Nothing had changed before phase ``write``."""
-    store.remove_temp_files(INTENT_REL)
-    for rel in intent.files:
-        store.remove_temp_files(checked_rel_path(rel, store.display(INTENT_REL)))
-    if intent.phase is not Phase.WRITE or intent.backup_id is None or intent.backup_root is None:
-        return
-    if "/" in intent.backup_id or "\\" in intent.backup_id or intent.backup_id in ("", ".", ".."):
-        raise CheckpointFormatError(
-            f"{store.display(INTENT_REL)}: backup_id {intent.backup_id!r} is not a backup set name"
-        )
-    root = store.other(intent.backup_root)
-    data = root.read(f"{intent.backup_id}/{MANIFEST}")
-    if data is None:
-        raise StateError(
-            f"{store.display()}: {intent.holder.describe()} was interrupted and its backup set "
-            f"{root.display(intent.backup_id)} has no manifest; nothing was rolled back. Check the "
-            f"files it names ({', '.join(intent.files)}) with `checkpoint show`, restore them from "
-            f"another backup set if needed, then delete {store.display(INTENT_REL)}"
-        )
-    backup = _parse_manifest(data, root, intent.backup_id)
-    originals = _verified_originals(root, backup)
-    current = {rel: store.read(rel) for rel in (*originals, *backup.absent)}
-    files: dict[str, bytes | None] = {rel: d for rel, d in originals.items() if current[rel] != d}
-    files.update({rel: None for rel in backup.absent if current[rel] is not None})
-    _replace_files(store, files)
-    # The set now equals the checkpoint: drop it, so that "the newest backup" (restore's default)
-    # is not the state of a command that never happened. Manifest first: a kill here leaves an
-    # incomplete set (reported, never used).
-    root.remove(f"{backup.id}/{MANIFEST}")
-    for f in backup.files:
-        root.remove(f"{backup.id}/files/{f.path}")
-    root.remove_empty_dirs(backup.id)
-
-
-INTENT_REL = f"{RECOVERY_DIR}/intent.json"
-
-
-def _verified_originals(root: Store, backup: BackupSet) -> dict[str, bytes]:
-    originals: dict[str, bytes] = {}
-    for f in backup.files:
-        where = root.display(f"{backup.id}/files/{f.path}")
-        data = root.read(f"{backup.id}/files/{f.path}")
-        if data is None:
-            raise CheckpointFormatError(f"{where}: missing from the backup")
-        if _sha256(data) != f.sha256 or len(data) != f.size:
-            raise CheckpointFormatError(f"{where}: sha256 does not match the manifest; not restoring")
-        originals[f.path] = data
-    return originals
 
 
 def rewrite_offsets(
@@ -698,8 +358,8 @@ def _restore(
                 f"{store.display()}: no backup {backup_id!r} (have: {', '.join(b.id for b in backups)})"
             )
         backup = matches[0]
-    root = _backup_root(store, backup_dir, storage_options)
-    originals = _verified_originals(root, backup)
+    root = backup_root(store, backup_dir, storage_options)
+    originals = verified_originals(root, backup)
     for rel in (*originals, *backup.absent):
         _refuse_symlinked_components(store, rel, root.display(f"{backup.id}/{MANIFEST}"))
     current = {rel: store.read(rel) for rel in (*originals, *backup.absent)}
@@ -741,7 +401,7 @@ def _restore(
     lock.record(Phase.WRITE, backup_id=safety_id, backup_root=root.location, files=paths)
     before = {rel: current[rel] for rel in paths}
     try:
-        _replace_files(store, {rel: originals.get(rel) for rel in paths})
+        replace_files(store, {rel: originals.get(rel) for rel in paths})
     except BaseException as exc:
         _roll_back(store, before, safety, exc, lock)
     log.info(

@@ -1,8 +1,7 @@
 """``stream-recovery offsets``: per-partition offsets, like kafka-get-offsets but complete.
 
-Also registers ``read-to-end`` (:mod:`recovery.cli.read`) and the ``group`` commands
-(:mod:`recovery.cli.groups`), and holds the options only the Kafka commands take (``--time``,
-``--exclude-internal-topics``).
+Also holds the options only the Kafka commands take (``--time``, ``--exclude-internal-topics``),
+which ``read-to-end`` (:mod:`recovery.cli.read`) shares.
 """
 
 from __future__ import annotations
@@ -22,8 +21,9 @@ from recovery.cli.options import (
     output_option,
     topic_option,
 )
+from recovery.errors import OffsetSpecError
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.specs import TimeSpec
+from recovery.kafka.specs import TimeSpec, parse_time
 from recovery.model import Isolation, NoMatch, TopicSelection
 
 __all__ = ["TimeSpecType", "exclude_internal_option", "offsets_cmd", "selection_from"]
@@ -37,9 +37,6 @@ class TimeSpecType(click.ParamType[TimeSpec]):
     name = "TIME"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> TimeSpec:
-        from recovery.errors import OffsetSpecError
-        from recovery.kafka.specs import parse_time
-
         if isinstance(value, TimeSpec):
             return value
         try:
@@ -136,12 +133,3 @@ def offsets_cmd(
         table = offset_table(kafka, selection, time_spec, isolation=isolation, no_match=no_match)
     render.emit(offset_rows(table, output), output, OFFSETS_COLUMNS)
     sys.exit(table.exit_code)
-
-
-def register(cli: click.Group) -> None:
-    """Add this module's commands to the top-level group."""
-    from recovery.cli import groups, read
-
-    cli.add_command(offsets_cmd)
-    read.register(cli)
-    groups.register(cli)

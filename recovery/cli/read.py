@@ -147,7 +147,3 @@ def _progress(quiet: bool) -> Iterator[Any]:
         yield bar.update
     finally:
         bar.stop()
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(read_to_end_cmd)

@@ -5,48 +5,39 @@
     result.sink_warning       # the Delta sink would skip batches of this query (None: it won't)
     repair_delta_source("/chk", "/tables/orders", execute=True)   # backup, then rewrite offsets/
 
-``sink_warning`` is also what ``validate``, ``repair`` and ``starting-offsets`` call for Kafka
-checkpoints whose sink is a Delta table. The offset-ledger use cases are in
-:mod:`recovery.delta.ledger`.
+``sink_warning`` (:mod:`recovery.delta.sink`) is also what ``validate``, ``repair`` and
+``starting-offsets`` call for Kafka checkpoints whose sink is a Delta table. The offset-ledger use
+cases are in :mod:`recovery.delta.ledger`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from recovery.checkpoint import Checkpoint, Issue, Level, open_checkpoint
+from recovery.checkpoint import Checkpoint, Issue, Level, checkpoint_lock, open_checkpoint
 from recovery.checkpoint.format import DeltaSourceOffset, SourceKind
 from recovery.checkpoint.restart import NextRun
-from recovery.delta.log import app_transaction_version, read_table_log
+from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
+from recovery.delta.log import read_table_log
 from recovery.delta.model import (
     DeltaPosition,
     DeltaSourceRead,
     DeltaSourceRepair,
     DeltaSourceResult,
     DeltaStrategy,
-    SinkWarning,
 )
-from recovery.delta.source import check_sink, plan_source_repair
+from recovery.delta.sink import judge_sink, refuse_sink_skip
+from recovery.delta.sink import sink_warning as sink_warning  # one of this family's use cases
+from recovery.delta.source import plan_source_repair
 from recovery.errors import InvalidInput, LossBudgetExceeded, StateError
+from recovery.heartbeat import refuse_if_in_use
 from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile
 
 
-def _restart_problem(chk: Checkpoint) -> str | None:
-    """Why Spark cannot restart from the checkpoint at all (None: it can)."""
-    state = chk.restart_state()
-    if state.can_restart:
-        return None
-    problems = "; ".join(i.message for i in state.issues if i.level.value == "error")
-    return f"{chk.location}: Spark cannot restart from this checkpoint: {problems}"
-
-
-def _restart(chk: Checkpoint, *, strict: bool = True) -> tuple[int, bool, int | None]:
-    """(batch Spark runs next, whether it re-runs a stored batch, the latest offsets batch).
-    ``strict``: raise StateError when Spark cannot restart from the checkpoint at all."""
-    if strict and (problem := _restart_problem(chk)) is not None:
-        raise StateError(problem)
+def _restart(chk: Checkpoint) -> tuple[int, bool, int | None]:
+    """(batch Spark runs next, whether it re-runs a stored batch, the latest offsets batch)."""
     state = chk.restart_state()
     return state.batch_id, state.next_run is not NextRun.NEXT_BATCH, state.latest_offsets
 
@@ -57,7 +48,7 @@ def delta_source_reads(chk: Checkpoint, tables: Mapping[str, str] | str) -> tupl
     ``tables`` maps source ids to table paths; a plain path names the table of the only Delta source
     (a checkpoint does not record a Delta source's path, only its table id).
     """
-    _, rerun, latest = _restart(chk, strict=False)
+    _, rerun, latest = _restart(chk)
     if latest is None:
         return ()
     end_entry = chk.offsets(latest)
@@ -93,34 +84,6 @@ def delta_source_reads(chk: Checkpoint, tables: Mapping[str, str] | str) -> tupl
     return tuple(reads)
 
 
-def sink_warning(
-    checkpoint: str | Checkpoint,
-    sink: str,
-    *,
-    changed_files: Iterable[CheckpointFile | str] = (),
-    storage_options: Mapping[str, str] | None = None,
-    table_options: Mapping[str, str] | None = None,
-) -> SinkWarning | None:
-    """Whether the Delta sink ``sink`` will skip batches of this checkpoint's query on restart,
-    given the checkpoint files a repair changes (``offsets/N`` ...)."""
-    chk = checkpoint if isinstance(checkpoint, Checkpoint) else open_checkpoint(checkpoint, storage_options)
-    return _sink_warning(chk, sink, changed_files, table_options, strict=True)
-
-
-def _sink_warning(
-    chk: Checkpoint,
-    sink: str,
-    changed_files: Iterable[CheckpointFile | str],
-    table_options: Mapping[str, str] | None,
-    *,
-    strict: bool,
-) -> SinkWarning | None:
-    next_batch, rerun, _ = _restart(chk, strict=strict)
-    version = app_transaction_version(sink, chk.query_id, table_options)
-    changed = rerun and str(CheckpointFile.offsets(next_batch)) in {str(f) for f in changed_files}
-    return check_sink(sink, chk.query_id, version, next_batch=next_batch, rerun=rerun, rerun_changed=changed)
-
-
 def plan_delta_source(
     checkpoint: str,
     tables: Mapping[str, str] | str,
@@ -148,8 +111,8 @@ def _plan(
 ) -> DeltaSourceResult:
     # A checkpoint Spark cannot restart from is still judged (what its offsets need), and the reason
     # reported with the findings; repair_delta_source refuses to write to it.
-    problem = _restart_problem(chk)
-    next_batch, _, _ = _restart(chk, strict=False)
+    problem = chk.restart_problem()
+    next_batch, _, _ = _restart(chk)
     reads = delta_source_reads(chk, tables)
     logs = {
         r.source_id: read_table_log(
@@ -169,7 +132,7 @@ def _plan(
     )
     warning = None
     if sink is not None:
-        warning = _sink_warning(chk, sink, plan.files, table_options, strict=False)
+        warning = judge_sink(chk, sink, plan.files, table_options, strict=False)
     return DeltaSourceResult(plan, warning, restart_problem=problem)
 
 
@@ -198,10 +161,6 @@ def repair_delta_source(
     heartbeat (:mod:`recovery.heartbeat`) or, without one, a batch file younger than
     ``active_within_s`` (unless ``force``).
     """
-    from recovery.apply import refuse_if_in_use, refuse_sink_skip
-    from recovery.checkpoint import checkpoint_lock
-    from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
-
     command = "delta-source repair --execute"
     # Executing: plan under the write lock, which first rolls back a killed command.
     guard: AbstractContextManager[Any] = (
@@ -221,7 +180,7 @@ def repair_delta_source(
         if result.restart_problem is not None:
             raise StateError(f"{result.restart_problem}. Fix that first; nothing was written.")
         if sink is not None and not accept_sink_skip:
-            refuse_sink_skip(chk, sink, plan.files, table_options)
+            refuse_sink_skip(chk, sink, plan.files, table_options=table_options)
         if not force:
             refuse_if_in_use(chk, active_within_s)
         batches: dict[int, dict[int | str, DeltaSourceOffset]] = {}

@@ -17,14 +17,15 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from recovery.delta.ledger_batches import complete_batch, pending_batch
 from recovery.delta.ledger_conf import LedgerConf
 from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState, PendingBatch
 from recovery.delta.ledger_plan import plan_ledger_repair, with_pending
 from recovery.delta.ledger_table import append_rows, read_ledger
 from recovery.errors import LedgerGateFailed, LossBudgetExceeded
 from recovery.model import ClusterView, GateMode, Isolation, NoMatch, Policy, Strategy, TopicPartition
-from recovery.report.findings import describe_move
 from recovery.strategy import StrategyRequest, resolve_strategy
+from recovery.wording import describe_move
 
 if TYPE_CHECKING:
     from recovery.kafka.config import KafkaConfig
@@ -71,8 +72,6 @@ def find_pending(conf: LedgerConf, state: LedgerState) -> PendingBatch | None:
     without a data table."""
     if conf.data_table is None:
         return None
-    from recovery.delta.ingest import pending_batch
-
     return pending_batch(conf, conf.data_table, state)
 
 
@@ -135,8 +134,6 @@ def repair_ledger(
         raise LossBudgetExceeded(f"{conf.table}: repair refused: {ledger.plan.refused}. Nothing was written.")
     read_at, completed = state.version, None
     if pending is not None:
-        from recovery.delta.ingest import complete_batch
-
         read_at = completed = complete_batch(conf, pending, read_at=state.version)
     version = None
     if ledger.rows:

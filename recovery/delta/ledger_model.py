@@ -84,7 +84,7 @@ class LedgerRow:
 class PendingBatch:
     """A batch the data table holds but the ledger does not: a run of the ledger job died between
     its data append and its ledger append. ``end`` is the range its data commit records (the
-    ``userMetadata`` of ``recovery.delta.ingest``): its records are in the data table, not lost."""
+    ``userMetadata`` of ``recovery.delta.ledger_batches``): its records are in the data table, not lost."""
 
     data_table: str
     app_id: str

@@ -23,10 +23,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the values only; importing recovery.checkpoint would pull in fsspec
+    from recovery.checkpoint.backup import BackupSet
     from recovery.checkpoint.inspect import BackupListing, CheckpointInfo, Offsets
     from recovery.checkpoint.intent import RecoverResult
     from recovery.checkpoint.restart import RestartState
-    from recovery.checkpoint.rewrite import BackupSet, RestoreResult
+    from recovery.checkpoint.rewrite import RestoreResult
     from recovery.model import CheckpointFile
 
 # How Spark's docs (and our JSON) name "each source's initial offsets" (RestartState.start is None).

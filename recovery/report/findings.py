@@ -8,7 +8,9 @@ from typing import Any
 
 from recovery.model import Finding, Move, Plan, Runway, Verdict
 from recovery.results import RepairResult, Report, StartingOffsets
-from recovery.runway import format_duration_ms
+from recovery.runway import format_duration_ms, shortest
+from recovery.wording import describe_move as describe_move  # re-exported: recovery.report
+from recovery.wording import record_count
 
 # Tables longer than this show the rows that need action first, up to this many, and one summary
 # line per verdict for the rest (JSON and CSV always hold every row).
@@ -21,7 +23,7 @@ def describe_finding(f: Finding) -> str:
     where = f"checkpoint {f.position if f.position is not None else '-'}"
     if f.available is not None:
         where += f", log [{f.available.start}, {f.available.end})"
-    lost = f"{_count(f.records_lost, f.upper_bound)} records lost; " if f.records_lost else ""
+    lost = f"{record_count(f.records_lost, f.upper_bound)} records lost; " if f.records_lost else ""
     return (
         f"{f.tp} {f.verdict.value}: {where}: {lost}on restart {spark_outcome(f)}. {f.detail}".rstrip(". ")
         + "."
@@ -33,22 +35,9 @@ def spark_outcome(f: Finding, *, short: bool = False) -> str:
     if f.spark_error:
         return f.spark_error if short else f"Spark fails with {f.spark_error}"
     if f.silently_skipped:
-        n = _count(f.silently_skipped, f.upper_bound)
+        n = record_count(f.silently_skipped, f.upper_bound)
         return f"runs, silently skips {n}" if short else f"Spark silently skips {n} records"
     return "runs" if short else "Spark runs"
-
-
-def _count(n: int, upper_bound: bool) -> str:
-    """Records counted in offsets under read_committed (aborted records, markers): an upper bound."""
-    return f"at most {n}" if upper_bound and n else str(n)
-
-
-def describe_move(m: Move) -> str:
-    old = "-" if m.old is None else str(m.old)
-    new = "dropped" if m.new is None else str(m.new)
-    lost = _count(m.lost, m.upper_bound) + (" + unknown (recreated topic)" if m.lost_unknown else "")
-    skipped = _count(m.skipped, m.upper_bound)
-    return f"{m.tp} {old} -> {new} (lost {lost}, skipped {skipped}, replayed {m.replayed})"
 
 
 def findings_text(findings: Iterable[Finding]) -> str:
@@ -133,7 +122,7 @@ def finding_rows(
             row |= runway_fields(f.runway, now_ms)
         if table:
             row["on_restart"] = spark_outcome(f, short=True)
-            row["records_lost"] = _count(f.records_lost, f.upper_bound)
+            row["records_lost"] = record_count(f.records_lost, f.upper_bound)
         if table and runway:
             row["runway"] = runway_cell(f.runway, now_ms)
             age = row["oldest_unread_age_s"]
@@ -280,8 +269,6 @@ def report_notes(report: Report, *, page: int = PAGE_ROWS) -> list[str]:
 
 def runway_lines(report: Report) -> list[str]:
     """The shortest runway (when no partition is AT_RISK already: those have their own lines)."""
-    from recovery.runway import shortest
-
     if report.runway_at_ms is None or report.at_risk:
         return []
     found = shortest(report.findings, report.runway_at_ms)
@@ -359,12 +346,12 @@ def repair_notes(result: RepairResult, *, page: int = PAGE_ROWS) -> list[str]:
         lines.append(f"warning: {result.sink_warning}")
     files = ", ".join(map(str, plan.files)) or "none"
     lines += _unique_notes(plan.findings)
-    lost = _count(plan.lost, plan.upper_bound) + (
+    lost = record_count(plan.lost, plan.upper_bound) + (
         " (plus an unknown number: a recreated topic's unread records)" if plan.lost_unknown else ""
     )
     lines.append(
         f"strategy {plan.strategy}: {len(plan.moves)} partitions move, {lost} records lost, "
-        f"{_count(plan.skipped, plan.upper_bound)} skipped, {plan.replayed} replayed; files: {files}"
+        f"{record_count(plan.skipped, plan.upper_bound)} skipped, {plan.replayed} replayed; files: {files}"
     )
     if plan.refused:
         return lines  # the refusal itself is the error line

@@ -25,13 +25,13 @@ from recovery.checkpoint import (
     rewrite_offsets,
 )
 from recovery.checkpoint.intent import (
-    INTENT_FILE,
     Intent,
     Phase,
     _intent_json,
     current_holder,
     read_intent,
 )
+from recovery.checkpoint.recovery_dir import INTENT_FILE
 from recovery.checkpoint.store import Store
 from recovery.cli import cli
 from recovery.errors import CheckpointFormatError, StateError, StorageError

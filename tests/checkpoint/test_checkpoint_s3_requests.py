@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from chk_builder import checkpoint_files
 
-from recovery.checkpoint.intent import INTENT_FILE
+from recovery.checkpoint.recovery_dir import INTENT_FILE
 from recovery.cli import main
 from recovery.topic_ids import TOPIC_IDS_FILE
 

@@ -17,13 +17,8 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from recovery.delta import ingest
-from recovery.delta.ingest import (
-    META_KEY,
-    append_ledger_rows,
-    batch_rows,
-    recorded_batch,
-    recover_crashed_batch,
-)
+from recovery.delta.ingest import recover_crashed_batch
+from recovery.delta.ledger_batches import META_KEY, append_ledger_rows, batch_rows, recorded_batch
 from recovery.delta.ledger_conf import LedgerConf, make_conf
 from recovery.delta.ledger_model import LedgerRow
 from recovery.delta.ledger_table import append_rows, create_ledger, read_ledger

@@ -13,7 +13,7 @@ from chk_builder import checkpoint_files, tree, write_checkpoint
 from stopped import stopped
 
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
-from recovery.checkpoint.intent import LAST_WRITE_FILE
+from recovery.checkpoint.recovery_dir import LAST_WRITE_FILE
 from recovery.cli import main
 from recovery.errors import InvalidInput
 from recovery.model import TopicPartition

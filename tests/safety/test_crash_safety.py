@@ -21,7 +21,8 @@ from chk_builder import checkpoint_files, tree, write_checkpoint
 from stopped import stopped
 
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
-from recovery.checkpoint.intent import INTENT_FILE, read_interrupted
+from recovery.checkpoint.intent import read_interrupted
+from recovery.checkpoint.recovery_dir import INTENT_FILE
 from recovery.checkpoint.restart import Level
 from recovery.checkpoint.store import FAULT_AT_ENV, FAULT_LOG_ENV, Store
 from recovery.model import TopicPartition

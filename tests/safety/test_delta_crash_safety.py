@@ -25,7 +25,7 @@ from stopped import stopped
 
 from recovery.checkpoint import open_checkpoint
 from recovery.checkpoint.crc import checksum_file, crc_name
-from recovery.checkpoint.intent import INTENT_FILE
+from recovery.checkpoint.recovery_dir import INTENT_FILE
 from recovery.checkpoint.store import FAULT_AT_ENV, FAULT_LOG_ENV
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'

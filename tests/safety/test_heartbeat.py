@@ -1,5 +1,5 @@
 """The heartbeat (recovery.heartbeat) on local disk, and how the write path judges it
-(recovery.apply.refuse_if_in_use). The real-Spark version is tests/safety/test_heartbeat_spark.py."""
+(recovery.heartbeat.refuse_if_in_use). The real-Spark version is tests/safety/test_heartbeat_spark.py."""
 
 from __future__ import annotations
 
@@ -13,17 +13,16 @@ from pathlib import Path
 import pytest
 from chk_builder import QUERY_ID, tree, write_checkpoint
 
-from recovery.apply import refuse_if_in_use
 from recovery.checkpoint import open_checkpoint, restore_backup, rewrite_offsets
-from recovery.checkpoint.intent import LAST_WRITE_FILE
+from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE, LAST_WRITE_FILE
 from recovery.errors import CheckpointInUse
 from recovery.heartbeat import (
-    HEARTBEAT_FILE,
     NO_HEARTBEAT,
     Heartbeat,
     Liveness,
     judge,
     read_heartbeat,
+    refuse_if_in_use,
     write_heartbeat,
 )
 from recovery.model import TopicPartition
