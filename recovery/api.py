@@ -16,10 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from recovery.checkpoint import open_checkpoint
+from recovery.checkpoint import Checkpoint, open_checkpoint
+from recovery.delta.model import SinkWarning
+from recovery.delta.sink import sink_warning
 from recovery.errors import InvalidInput, OffsetSpecError
 from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
 from recovery.kafka.config import KafkaConfig
+from recovery.kafka.specs import check_timestamp_ms
 from recovery.model import (
     DEFAULT_ACTIVE_WITHIN_S,
     CheckpointFile,
@@ -27,6 +30,7 @@ from recovery.model import (
     Isolation,
     NoMatch,
     OnBeyondEnd,
+    PartitionRange,
     Plan,
     Policy,
     StartingOffset,
@@ -269,16 +273,14 @@ def _not_executed(
 
 
 def _sink_warning(
-    checkpoint: Any,
+    checkpoint: str | Checkpoint,
     sink: str | None,
     files: Iterable[CheckpointFile],
     storage_options: Mapping[str, Any] | None,
-) -> Any:
-    """:func:`recovery.apply.sink_warning` when there is a ``sink``, else None."""
+) -> SinkWarning | None:
+    """:func:`recovery.delta.sink.sink_warning` when there is a ``sink``, else None."""
     if not sink:
         return None
-    from recovery.apply import sink_warning
-
     return sink_warning(checkpoint, sink, tuple(files), storage_options)
 
 
@@ -303,6 +305,7 @@ def _refuse_unknown_scope(plan: Plan, strategy: Strategy | None) -> None:
                 f"--topic {', '.join(unmatched)}: the checkpoint reads no such topic"
                 f"{_closest(unmatched, read)} (it reads {_listed(sorted(read))}). Nothing was written."
             )
+        _refuse_unknown_partitions(strategy.scope, {f.tp for f in plan.findings})
     if strategy.kind is StrategyKind.FROM_FILE:
         known = {f.tp for f in plan.findings}  # NEW_PARTITION findings included: the file may add them
         unknown = sorted(tp for tp in strategy.targets if tp not in known)
@@ -321,6 +324,35 @@ def _refuse_unknown_scope(plan: Plan, strategy: Strategy | None) -> None:
                 f"{closest}{'; ' if hints else ''}{'; '.join(hints)} (it reads {_listed(sorted(read))}). "
                 "Nothing was written."
             )
+
+
+def _refuse_unknown_partitions(scope: TopicSelection, known: set[TopicPartition]) -> None:
+    """A scope naming partitions the checkpoint does not read (``orders:99``, ``orders:5-``) is a
+    typo, not "nothing to change": exit 2 naming them and the partitions it does read. Partitions
+    the cluster added since the checkpoint count as read (Spark reads them on restart), as for
+    ``--from-file``."""
+    for pattern in scope.patterns:
+        topics = sorted({tp.topic for tp in known if pattern.matches_topic(tp.topic)})
+        ours = sorted(tp for tp in known if tp.topic in topics)
+        wanted = [r for r in pattern.partitions if not any(tp.partition in r for tp in ours)]
+        if not wanted:
+            continue
+        if len(topics) == 1 and all(r.hi == r.lo + 1 for r in wanted):
+            named = _listed([str(TopicPartition(topics[0], r.lo)) for r in wanted])
+        else:
+            ranges = ", ".join(_range_text(r) for r in wanted)
+            named = f"partition {ranges} of {_listed(topics)}"
+        raise OffsetSpecError(
+            f"the checkpoint does not read {named} (it reads {_listed([str(tp) for tp in ours])}). "
+            "Nothing was written."
+        )
+
+
+def _range_text(r: PartitionRange) -> str:
+    """A partition range as it is typed: ``7``, ``2-5`` (upper bound exclusive), ``5-``."""
+    if r.hi == r.lo + 1:
+        return str(r.lo)
+    return f"{r.lo}-{'' if r.hi is None else r.hi}"
 
 
 def _closest(names: Iterable[str], read: Iterable[str]) -> str:
@@ -350,6 +382,7 @@ def checkpoint_time_targets(
 ) -> Mapping[TopicPartition, int]:
     """For ``--to-datetime``/``--by-duration``: the first offset at or after ``timestamp_ms`` in every
     partition of the checkpoint's topics (``no_match`` decides where nothing is that new)."""
+    check_timestamp_ms(timestamp_ms)  # before any connection
     view, _ = checkpoint_view(open_checkpoint(location, storage_options))
     partitions = cluster_view(kafka, checkpoint_topics(view), isolation).partitions
     return time_targets(kafka, partitions, timestamp_ms, no_match, isolation)
@@ -402,6 +435,8 @@ def starting_offsets(
     """
     if sum(x is not None for x in (checkpoint, group, timestamp_ms)) != 1:
         raise InvalidInput("give exactly one of a checkpoint, a consumer group or a timestamp")
+    if timestamp_ms is not None:
+        check_timestamp_ms(timestamp_ms)  # before any connection
     if (source_id is not None or sink is not None) and checkpoint is None:
         raise InvalidInput("--source and --sink go with --from-checkpoint")
     names = _topic_names(kafka, topics)

@@ -299,21 +299,29 @@ def _judge(
                 else f"; {f.detail}"
             ),
         )
-    elif (
-        f.verdict is Verdict.OK
-        and tp.topic not in view.recorded_topic_ids
-        and ((source.source_id, tp) not in cluster.newer_than_read)
-    ):
-        f = rebuilt(
-            f,
-            notes=(
-                f"topic ids never recorded for {tp.topic} and no record timestamps to compare: a topic "
-                "recreated with at least as many records cannot be told apart (run `repair --execute` "
-                "once while healthy to record the ids)",
-            ),
-        )
+    elif f.verdict is Verdict.OK and tp.topic not in view.recorded_topic_ids:
+        # Without recorded ids, nothing rules a recreation out: timestamps prove one only when a
+        # record below the position is newer than the batch by more than the clock-skew allowance,
+        # so a topic recreated sooner than that after the batch reads as OK whatever they say.
+        compared = (source.source_id, tp) in cluster.newer_than_read
+        f = rebuilt(f, notes=(_cannot_tell_note(tp.topic, timestamps_compared=compared),))
     upper = cluster.isolation is Isolation.READ_COMMITTED and bool(f.records_lost or f.silently_skipped)
     return rebuilt(f, upper_bound=upper) if upper != f.upper_bound else f
+
+
+def _cannot_tell_note(topic: str, *, timestamps_compared: bool) -> str:
+    """The note of a partition judged OK whose topic may have been recreated unseen."""
+    if timestamps_compared:
+        why = (
+            "no record below the position is newer than the batch that read up to it by more than the "
+            "clock-skew allowance: a topic recreated within that allowance after the batch"
+        )
+    else:
+        why = "no record timestamps to compare: a topic recreated"
+    return (
+        f"topic ids never recorded for {topic} and {why} with at least as many records cannot be told "
+        "apart (run `repair --execute` once while healthy to record the ids)"
+    )
 
 
 def _recreation_evidence(

@@ -15,6 +15,7 @@ from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, Sour
 from recovery.errors import InvalidInput
 from recovery.kafka.cluster import cluster_with_times, first_offsets_at_times
 from recovery.kafka.config import KafkaConfig
+from recovery.kafka.specs import MAX_TIMESTAMP_MS
 from recovery.model import (
     CheckpointFile,
     CheckpointView,
@@ -119,11 +120,12 @@ def cluster_for(
     :data:`TIMES_WITH_RANGES_MAX` partitions the time lookups follow the others."""
     times: dict[int, set[TopicPartition]] = {}
     for source in view.sources:
-        if source.start_read_by_ms is not None:
+        at_ms = _evidence_time(source)
+        if at_ms is not None:
             # asked for every such partition: which of them matter (log start below the position)
             # is known only from the same answers, and an extra partition costs little here
             unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
-            times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set()).update(unrecorded)
+            times.setdefault(at_ms, set()).update(unrecorded)
     together = sum(map(len, times.values())) <= TIMES_WITH_RANGES_MAX
     topics = checkpoint_topics(view)
     cluster, found = cluster_with_times(kafka, topics, isolation, times if together else {})
@@ -135,9 +137,10 @@ def cluster_for(
     newer: dict[tuple[str, TopicPartition], int] = {}
     told: set[str] = set()
     for source in view.sources:
-        if source.start_read_by_ms is None:
+        at_ms = _evidence_time(source)
+        if at_ms is None:
             continue
-        at = found.get(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, {})
+        at = found.get(at_ms, {})
         for tp, position in source.start.items():
             available = cluster.partitions.get(tp)
             if tp.topic in view.recorded_topic_ids or available is None or available.start >= position:
@@ -156,15 +159,26 @@ def cluster_for(
     return cluster
 
 
+def _evidence_time(source: SourcePosition) -> int | None:
+    """The time whose first offset is recreation evidence for ``source``: its batch's time plus the
+    clock-skew allowance; None when the checkpoint has no batch time, or one no ListOffsets can ask
+    (Spark writes any long as ``batchTimestampMs``: such a checkpoint is read, the lookup skipped)."""
+    if source.start_read_by_ms is None:
+        return None
+    at_ms = source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS
+    return at_ms if 0 <= at_ms <= MAX_TIMESTAMP_MS else None
+
+
 def _may_tell(view: CheckpointView, cluster: ClusterView) -> dict[int, set[TopicPartition]]:
     """The time lookups whose answers can be evidence: in partitions of topics whose ids were
     never recorded, holding records below the position (the log starts below both the position
     and the log end). A log that is empty, or starts at or past the position, holds none."""
     times: dict[int, set[TopicPartition]] = {}
     for source in view.sources:
-        if source.start_read_by_ms is None:
+        at_ms = _evidence_time(source)
+        if at_ms is None:
             continue
-        wanted = times.setdefault(source.start_read_by_ms + CLOCK_SKEW_ALLOWANCE_MS, set())
+        wanted = times.setdefault(at_ms, set())
         for tp, position in source.start.items():
             available = cluster.partitions.get(tp)
             if tp.topic in view.recorded_topic_ids or available is None:

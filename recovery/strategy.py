@@ -16,8 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from recovery.errors import OffsetSpecError
+from recovery.kafka.specs import parse_timestamp_ms
 from recovery.model import NoMatch, OnBeyondEnd, Strategy, StrategyKind, TopicPartition, TopicSelection
 
 # ISO-8601 durations as kafka-consumer-groups' --by-duration takes them (java.time.Duration.parse,
@@ -46,7 +48,8 @@ def parse_duration_ms(text: str) -> int:
     match = _DURATION.match(text.strip())
     if not match or text.strip().upper() in ("P", "PT"):
         raise OffsetSpecError(f"--by-duration {text!r}: expected ISO-8601 like PT30M, P1DT2H or PT90S")
-    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    # Exact arithmetic: a float turns P<400 digits>D into infinity, which int() refuses (OverflowError).
+    days, hours, minutes, seconds = (Fraction(g) if g else Fraction(0) for g in match.groups())
     ms = int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
     if ms > MAX_DURATION_MS:
         raise OffsetSpecError(f"--by-duration {text!r}: longer than 100 years; no record is that old")
@@ -55,19 +58,11 @@ def parse_duration_ms(text: str) -> int:
 
 def parse_datetime_ms(text: str, option: str = "--to-datetime") -> int:
     """An ISO-8601 date-time (UTC unless it carries an offset) or epoch milliseconds, as ``option``
-    takes it; the words ``earliest``/``latest`` are strategies of their own, not times."""
-    from recovery.kafka.specs import parse_time
-
-    hint = (
-        f"{option} {text!r}: give an ISO-8601 date-time such as 2026-11-22T06:00:00Z, or epoch milliseconds"
+    takes it, from 1970 to 9999 (:func:`recovery.kafka.specs.check_timestamp_ms`); the words
+    ``earliest``/``latest`` are strategies of their own, not times."""
+    return parse_timestamp_ms(
+        text, option, "give an ISO-8601 date-time such as 2026-11-22T06:00:00Z, or epoch milliseconds"
     )
-    try:
-        timestamp_ms = parse_time(text).timestamp_ms
-    except OffsetSpecError:
-        raise OffsetSpecError(hint) from None
-    if timestamp_ms is None:
-        raise OffsetSpecError(hint)
-    return timestamp_ms
 
 
 @dataclass(frozen=True)
@@ -102,7 +97,15 @@ class StrategyRequest:
         if self.to_datetime is not None:
             return parse_datetime_ms(self.to_datetime)
         if self.by_duration is not None:
-            return now_ms - parse_duration_ms(self.by_duration)
+            since = now_ms - parse_duration_ms(self.by_duration)
+            if since < 0:
+                # ListOffsets would read -1/-2/-3 as latest/earliest/max-timestamp, any other
+                # negative time as an invalid request: neither is what was asked.
+                raise OffsetSpecError(
+                    f"--by-duration {self.by_duration!r}: reaches back before 1970-01-01; "
+                    "no record is that old"
+                )
+            return since
         return None
 
 

@@ -98,14 +98,20 @@ _BAD_INPUT_ERRNOS = frozenset(
 
 
 @contextmanager
-def _storage_errors(what: str, *, local: bool = False, secrets: tuple[str, ...] = ()) -> Iterator[None]:
+def _storage_errors(
+    what: str, *, local: bool = False, secrets: tuple[str, ...] = (), writing: bool = False
+) -> Iterator[None]:
     """OS and SDK errors -> one-line RecoveryErrors; secrets (storage-option values, credentials in
-    URLs) are masked in every message."""
+    URLs) are masked in every message. A FileNotFoundError passes through when reading (the caller
+    reads it as "absent"); when ``writing``, it is an error like any other: a directory on the way
+    that cannot be made, or a bucket that does not exist."""
     try:
         yield
-    except (RecoveryError, FileNotFoundError):
+    except RecoveryError:
         raise
     except OSError as exc:
+        if isinstance(exc, FileNotFoundError) and not writing:
+            raise
         text = redact(f"{what}: {exc.strerror or exc}", secrets)
         if local and exc.errno in _BAD_INPUT_ERRNOS:
             raise InvalidInput(text) from exc
@@ -229,8 +235,8 @@ class Store:
     def child(self, rel: str) -> Store:
         return Store(f"{self.location}/{rel}", self.storage_options)
 
-    def _errors(self, rel: str) -> Any:
-        return _storage_errors(self.display(rel), local=self.is_local, secrets=self.secrets)
+    def _errors(self, rel: str, *, writing: bool = False) -> Any:
+        return _storage_errors(self.display(rel), local=self.is_local, secrets=self.secrets, writing=writing)
 
     # -- local confinement -----------------------------------------------------------------------
 
@@ -414,11 +420,21 @@ class Store:
     # -- writing -------------------------------------------------------------------------------
 
     def _local_parent(self, rel: str) -> str:
-        """Create the parent directory of ``rel`` (confined) and return the file's local path."""
+        """Create the parent directory of ``rel`` (confined) and return the file's local path.
+
+        A directory that cannot be made (``--backup-dir /proc/nope``: ENOENT; no permission; a file
+        in the way) is bad input (exit 2), not an unreachable store (3): the path as given is
+        unusable, retrying does not help, and nothing was written yet. The message names the
+        directory that could not be made and why."""
         path = self._confined(rel)
         parent = path.rpartition("/")[0]
-        with self._errors(rel):
+        try:
             os.makedirs(parent, exist_ok=True)
+        except OSError as exc:
+            made = exc.filename if isinstance(exc.filename, str) else parent
+            text = f"{made}: cannot create the directory ({exc.strerror or exc}) to write {self.display(rel)}"
+            error = InvalidInput if exc.errno in _BAD_INPUT_ERRNOS else StorageError
+            raise error(redact(text, self.secrets)) from exc
         self._confined(rel)  # the directories just made may not lead out either
         return path
 
@@ -427,7 +443,7 @@ class Store:
         fault_point(f"write {self.display(rel)}")
         path = self._local_parent(rel) if self.is_local else self.full(rel)
         parent, _, name = path.rpartition("/")
-        with self._errors(rel):
+        with self._errors(rel, writing=True):
             if self.is_local:
                 st = self._local_stat(rel)
                 if st is not None and not stat.S_ISREG(st.st_mode):
@@ -457,13 +473,13 @@ class Store:
         fault_point(f"write {self.display(rel)}")
         if self.is_local:
             path = self._local_parent(rel)
-            with self._errors(rel), open(path, "wb") as out:
+            with self._errors(rel, writing=True), open(path, "wb") as out:
                 out.write(data)
                 out.flush()
                 os.fsync(out.fileno())
             return
         path = self.full(rel)
-        with self._errors(rel):
+        with self._errors(rel, writing=True):
             self.fs.pipe_file(path, data)
             self.fs.invalidate_cache(path.rpartition("/")[0])
 

@@ -31,8 +31,10 @@ __all__ = [
     "TimeSpec",
     "TopicPattern",
     "TopicSelection",
+    "check_timestamp_ms",
     "iso_utc",
     "parse_time",
+    "parse_timestamp_ms",
     "parse_topic_partitions",
     "topic_regex",
 ]
@@ -102,12 +104,49 @@ class TimeKind(StrEnum):
     TIMESTAMP = "timestamp"  # >= 0 (KIP-79): first offset whose timestamp >= T
 
 
+# The last instant ISO-8601 (and Python's datetime) can write: 9999-12-31T23:59:59.999Z. Kafka's
+# ListOffsets takes any 64-bit time, but a later one could not be shown, and anything past a signed
+# 64-bit integer cannot even be sent (confluent_kafka raises OverflowError).
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+
+
+def check_timestamp_ms(value: int, name: str = "timestamp_ms") -> int:
+    """``value`` when it is a Unix time in milliseconds from 1970-01-01 to 9999-12-31, else
+    :class:`~recovery.errors.OffsetSpecError` naming ``name`` and the value.
+
+    A negative value is refused, not sent: ListOffsets reads -1, -2 and -3 as latest, earliest and
+    max-timestamp, so a time before 1970 would silently become one of them.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OffsetSpecError(f"{name} {value!r}: not an integer (a Unix time in milliseconds)")
+    wrong = _out_of_range(value)
+    if wrong:
+        raise OffsetSpecError(f"{name} {value}: {wrong}")
+    return value
+
+
+def _out_of_range(ms: int) -> str | None:
+    """What is wrong with ``ms`` as a time to look up, None when nothing is."""
+    if ms < 0:
+        return "before 1970-01-01, the earliest time a record can have"
+    if ms > MAX_TIMESTAMP_MS:
+        return f"after 9999-12-31T23:59:59.999Z ({MAX_TIMESTAMP_MS}), the latest time ISO-8601 can write"
+    return None
+
+
 @dataclass(frozen=True)
 class TimeSpec:
-    """What ``--time`` asks for; ``timestamp_ms`` is set only for :attr:`TimeKind.TIMESTAMP`."""
+    """What ``--time`` asks for; ``timestamp_ms`` is set only for :attr:`TimeKind.TIMESTAMP`, and
+    is then checked by :func:`check_timestamp_ms`."""
 
     kind: TimeKind
     timestamp_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind is TimeKind.TIMESTAMP:
+            if self.timestamp_ms is None:
+                raise OffsetSpecError("timestamp_ms is required for a timestamp lookup")
+            check_timestamp_ms(self.timestamp_ms)
 
     def __str__(self) -> str:
         return str(self.timestamp_ms) if self.kind is TimeKind.TIMESTAMP else self.kind.value
@@ -120,8 +159,13 @@ class TimeSpec:
 
 
 def iso_utc(ms: int) -> str:
-    """``2026-11-22T06:00:00.000Z`` for a Unix time in milliseconds."""
-    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    """``2026-11-22T06:00:00.000Z`` for a Unix time in milliseconds. A record's CreateTime is
+    whatever its producer set: one ISO-8601 cannot write reads ``after 9999-12-31T23:59:59.999Z``
+    (or ``before 0001-01-01``)."""
+    try:
+        moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    except OverflowError:
+        return "after 9999-12-31T23:59:59.999Z" if ms > 0 else "before 0001-01-01T00:00:00.000Z"
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -145,22 +189,37 @@ def parse_time(text: str) -> TimeSpec:
     named = _NAMED.get(value.lower())
     if named is not None:
         return TimeSpec(named)
-    if re.fullmatch(r"[0-9]+", value):
-        return TimeSpec(TimeKind.TIMESTAMP, int(value))
     if re.fullmatch(r"-[0-9]+", value):
         raise OffsetSpecError(
             f"--time {text}: only -1 (latest), -2 (earliest) and -3 (max-timestamp) are supported"
         )
-    try:
-        moment = datetime.fromisoformat(value.replace("z", "Z"))
-    except ValueError as exc:
-        raise OffsetSpecError(
-            f"--time {text!r}: expected earliest, latest, max-timestamp, epoch milliseconds or "
-            "ISO-8601 such as 2026-11-22T06:00:00Z"
-        ) from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    ms = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
-    if ms < 0:
-        raise OffsetSpecError(f"--time {text!r} is before 1970-01-01")
-    return TimeSpec(TimeKind.TIMESTAMP, ms)
+    return TimeSpec(
+        TimeKind.TIMESTAMP,
+        parse_timestamp_ms(
+            text,
+            "--time",
+            "expected earliest, latest, max-timestamp, epoch milliseconds or ISO-8601 such as "
+            "2026-11-22T06:00:00Z",
+        ),
+    )
+
+
+def parse_timestamp_ms(text: str, option: str, expected: str) -> int:
+    """Epoch milliseconds or an ISO-8601 date-time (UTC unless it carries an offset) as typed
+    after ``option``, checked by :func:`check_timestamp_ms`; ``expected`` says what ``option``
+    takes when ``text`` is neither."""
+    value = text.strip()
+    if value.isascii() and value.isdigit():
+        ms = int(value)
+    else:
+        try:
+            moment = datetime.fromisoformat(value.replace("z", "Z"))
+        except ValueError as exc:
+            raise OffsetSpecError(f"{option} {text!r}: {expected}") from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        ms = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+    wrong = _out_of_range(ms)
+    if wrong:
+        raise OffsetSpecError(f"{option} {text!r}: {wrong}")
+    return ms

@@ -12,6 +12,7 @@ the others (local files, deltalake tables, an unreachable broker or S3 endpoint)
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pathlib import Path
 import click
 import pyarrow as pa
 import pytest
-from chk_builder import QUERY_ID, checkpoint_files, write_checkpoint
+from chk_builder import QUERY_ID, checkpoint_files, tree, write_checkpoint
 from deltalake import DeltaTable, write_deltalake
 from stopped import stopped
 
@@ -505,3 +506,179 @@ def test_a_topic_the_broker_does_not_have_is_action_needed_not_unreachable(
         code, out, err = run([*argv, "-b", bootstrap], capsys)
         assert code == 1, out + err
         assert err == f"Error: topic no-such-topic does not exist on the cluster at {bootstrap}\n"
+
+
+# -- values out of range, scopes and backup directories the command cannot use (issue 28) --------
+
+HUGE = "99999999999999999999"  # past a signed 64-bit integer: ListOffsets cannot even carry it
+LATEST_ISO = "after 9999-12-31T23:59:59.999Z (253402300799999), the latest time ISO-8601 can write"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["repair", "CHK", "--to-datetime", HUGE],
+            f"Error: --to-datetime '{HUGE}': {LATEST_ISO}",
+        ),
+        (
+            ["repair", "CHK", "--to-datetime", "253402300800000"],
+            f"Error: --to-datetime '253402300800000': {LATEST_ISO}",
+        ),
+        (
+            ["repair", "CHK", "--to-datetime", "1969-12-31T23:59:59Z"],
+            "Error: --to-datetime '1969-12-31T23:59:59Z': before 1970-01-01, the earliest time a record "
+            "can have",
+        ),
+        (
+            ["repair", "CHK", "--by-duration", f"P{'9' * 400}D"],
+            f"Error: --by-duration 'P{'9' * 400}D': longer than 100 years; no record is that old",
+        ),
+        (
+            ["repair", "CHK", "--by-duration", "P30000D"],
+            "Error: --by-duration 'P30000D': reaches back before 1970-01-01; no record is that old",
+        ),
+        (
+            ["starting-offsets", "-t", "orders", "--to-datetime", HUGE],
+            f"Error: --to-datetime '{HUGE}': {LATEST_ISO}",
+        ),
+        (
+            ["offsets", "-t", "orders", "--time", HUGE],
+            f"Error: Invalid value for '--time': --time '{HUGE}': {LATEST_ISO}",
+        ),
+        (
+            ["offsets", "-t", "orders", "--time", "9223372036854775807"],
+            f"Error: Invalid value for '--time': --time '9223372036854775807': {LATEST_ISO}",
+        ),
+    ],
+    ids=[
+        "to-datetime-past-int64",
+        "to-datetime-past-9999",
+        "to-datetime-before-1970",
+        "by-duration-infinite-as-float",
+        "by-duration-before-1970",
+        "starting-offsets-to-datetime",
+        "offsets-time-past-int64",
+        "offsets-time-int64-max",
+    ],
+)
+def test_a_time_out_of_range_is_bad_input_before_any_connection(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Checked before Kafka is asked (the broker here does not exist): one line, exit 2, no write."""
+    chk = World(tmp_path).checkpoint()
+    before = tree(Path(chk))
+    code, out, err = run([chk if a == "CHK" else a for a in argv] + NO_BROKER, capsys)
+    assert (code, out) == (2, ""), err
+    assert "Traceback" not in err
+    assert err.rstrip("\n").splitlines()[-1] == message
+    assert err.startswith("Usage: ") or err == f"{message}\n"
+    assert tree(Path(chk)) == before
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("scope", "message"),
+    [
+        (
+            "{t}:99",
+            "Error: the checkpoint does not read {t} [99] (it reads {t} [0], {t} [1]). Nothing was written.",
+        ),
+        (
+            "{t}:0,7",
+            "Error: the checkpoint does not read {t} [7] (it reads {t} [0], {t} [1]). Nothing was written.",
+        ),
+        (
+            "{t}:5-",
+            "Error: the checkpoint does not read partition 5- of {t} (it reads {t} [0], {t} [1]). "
+            "Nothing was written.",
+        ),
+        (
+            "{t}x",
+            "Error: --topic {t}x: the checkpoint reads no such topic (closest: {t}) (it reads {t}). "
+            "Nothing was written.",
+        ),
+    ],
+    ids=["partition", "one-of-a-list", "open-range", "topic"],
+)
+def test_repair_scoped_to_what_the_checkpoint_does_not_read_is_bad_input(
+    scope: str,
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+) -> None:
+    """A --topic naming a partition (or topic) the checkpoint does not read is a typo, not "nothing
+    to change" (README: exit 2, naming what it does read); --execute writes nothing."""
+    world = World(tmp_path, bootstrap, new_topic, produce)
+    topic = world.topic(lost_to=15)  # partition 0 needs a repair: a scope that matched would act
+    chk = world.checkpoint(topic, partitions=2, batches=1)
+    before = tree(Path(chk))
+    code, out, err = run(
+        ["repair", chk, *world.kafka(), "--topic", scope.format(t=topic), "--execute"], capsys
+    )
+    assert (code, out, err) == (2, "", message.format(t=topic) + "\n")
+    assert tree(Path(chk)) == before
+
+
+def _unusable_backup_dirs(tmp_path: Path) -> list[tuple[str, str, str]]:
+    """(--backup-dir, the directory that cannot be made, why): under /proc nothing can be made; a
+    regular file cannot hold a directory."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    return [
+        ("/proc/nope", "/proc/nope", "No such file or directory"),
+        (f"{a_file}/backups", f"{a_file}/backups", "Not a directory"),
+    ]
+
+
+def _backup_refusal(backup_dir: str, made: str, why: str, file: str) -> re.Pattern[str]:
+    return re.compile(
+        re.escape(f"Error: {made}: cannot create the directory ({why}) to write {backup_dir}/")
+        + r"\d{8}T\d{12}Z"
+        + re.escape(f"/files/{file}")
+    )
+
+
+def test_an_unusable_backup_dir_is_bad_input_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``delta-source repair --execute`` (no broker needed) backs up before it writes: a backup
+    directory that cannot be made is one line naming it and why, exit 2, the checkpoint as it was."""
+    world = World(tmp_path)
+    for backup_dir, made, why in _unusable_backup_dirs(tmp_path):
+        chk, table = world.delta_source(clean=True)
+        before = tree(Path(chk))
+        argv = ["delta-source", "repair", chk, "--table", table, "--execute", "--backup-dir", backup_dir]
+        code, out, err = run(argv, capsys)
+        assert (code, out) == (2, ""), err
+        assert "Traceback" not in err
+        errors = [line for line in err.splitlines() if line.startswith("Error: ")]
+        assert len(errors) == 1 and _backup_refusal(backup_dir, made, why, "offsets/0").fullmatch(errors[0])
+        assert err.endswith(errors[0] + "\n")
+        assert tree(Path(chk)) == before
+
+
+@pytest.mark.integration
+def test_repair_with_an_unusable_backup_dir_is_bad_input_and_nothing_is_written(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+) -> None:
+    world = World(tmp_path, bootstrap, new_topic, produce)
+    topic = world.topic(lost_to=15)
+    for backup_dir, made, why in _unusable_backup_dirs(tmp_path):
+        chk = world.checkpoint(topic, partitions=2, batches=1)
+        before = tree(Path(chk))
+        argv = ["repair", chk, *world.kafka(), "--execute", "--backup-dir", backup_dir]
+        code, out, err = run(argv, capsys)
+        assert (code, out) == (2, ""), err
+        assert "Traceback" not in err
+        errors = [line for line in err.splitlines() if line.startswith("Error: ")]
+        assert len(errors) == 1 and _backup_refusal(backup_dir, made, why, "offsets/0").fullmatch(errors[0])
+        assert err.endswith(errors[0] + "\n")
+        assert tree(Path(chk)) == before
