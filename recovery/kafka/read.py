@@ -10,7 +10,7 @@ Steps, as ``KafkaBasedLog.readToLogEnd`` does them:
 
 Speed: one consumer is assigned every partition (librdkafka fetches them together, one Fetch
 request per broker, and prefetches while we work); a large read for the summary alone is shared
-with helper processes (:mod:`recovery.kafka.read_helper`), a group of partitions each, since
+with helper processes (:mod:`recovery.kafka._shared_read`), a group of partitions each, since
 turning fetched records into Python objects is the cost and one interpreter does it on one core;
 records are taken in batches
 (``Consumer.consume(num_messages=…)``) and handled per run of one partition with C-level
@@ -47,13 +47,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable, TopicNotFound
 from recovery.kafka._errors import error_code, is_transient, scrub, translate
 from recovery.kafka._retry import Deadline
+from recovery.kafka._shared_read import Helper, ReadState, groups, worth_sharing
 from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.specs import TimeKind, TimeSpec
@@ -67,9 +67,6 @@ from recovery.kafka.values import (
     RecordChunk,
 )
 from recovery.model import Isolation, NoMatch, OffsetRange, TopicPartition, TopicSelection
-
-if TYPE_CHECKING:
-    from recovery.kafka.read_helper import Helper
 
 __all__ = [
     "ConsumedRecord",
@@ -101,69 +98,6 @@ _PROGRESS_EVERY_S = 0.2
 log = logging.getLogger(__name__)
 
 _TS_VALUE = operator.itemgetter(1)  # Message.timestamp() -> (type, ms): the ms (-1 when none)
-
-
-@dataclass
-class ReadState:
-    """Mutable progress of one partition (counted per run of records, kept out of the frozen value)."""
-
-    tp: TopicPartition
-    start: int
-    end: int
-    position: int
-    done: bool = False
-    records: int = 0
-    min_ts: int | None = None
-    max_ts: int | None = None
-    gaps: list[OffsetRange] = field(default_factory=list)
-
-    def count(self, stamps: list[int]) -> None:
-        """Add a run of records, given their timestamps (-1: none)."""
-        self.records += len(stamps)
-        lo, hi = min(stamps), max(stamps)
-        if lo < 0:
-            known = [ts for ts in stamps if ts >= 0]
-            if not known:
-                return
-            lo = min(known)
-        if hi < 0:
-            return
-        self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
-        self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
-
-    def freeze(self) -> PartitionRead:
-        return PartitionRead(
-            self.tp, self.start, self.end, self.records, self.min_ts, self.max_ts, tuple(self.gaps)
-        )
-
-    def as_json(self) -> dict[str, Any]:
-        """For a helper process (:mod:`recovery.kafka.read_helper`) and back (:meth:`from_json`)."""
-        return {
-            "topic": self.tp.topic,
-            "partition": self.tp.partition,
-            "start": self.start,
-            "end": self.end,
-            "position": self.position,
-            "done": self.done,
-            "records": self.records,
-            "min_ts": self.min_ts,
-            "max_ts": self.max_ts,
-            "gaps": [[gap.start, gap.end] for gap in self.gaps],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReadState:
-        return cls(
-            TopicPartition(str(data["topic"]), int(data["partition"])),
-            int(data["start"]),
-            int(data["end"]),
-            int(data["position"]),
-            done=bool(data["done"]),
-            records=int(data["records"]),
-            min_ts=data["min_ts"],
-            max_ts=data["max_ts"],
-            gaps=[OffsetRange(int(lo), int(hi)) for lo, hi in data["gaps"]],
-        )
 
 
 Progress = Callable[[int, int], None]
@@ -401,19 +335,14 @@ class LogReader:
     def _share_out(self, todo: list[TopicPartition], deadline: Deadline) -> list[TopicPartition]:
         """Start a helper process for each group of partitions but the first, which this process
         reads itself (the largest: the helpers first pay an interpreter's start); returns it."""
-        from recovery.kafka import read_helper
-
         left = {tp: self._states[tp].end - self._states[tp].position for tp in todo}
-        if self.processes is None:
-            groups = read_helper.worth_sharing(left)
-        else:
-            groups = read_helper.groups(left, self.processes)
+        shares = worth_sharing(left) if self.processes is None else groups(left, self.processes)
         try:
-            for group in groups[1:]:
+            for group in shares[1:]:
                 states = [self._states[tp] for tp in group]
                 progress = self.progress is not None
                 self._helpers.append(
-                    read_helper.Helper.start(self.config, self.isolation, states, deadline, progress=progress)
+                    Helper.start(self.config, self.isolation, states, deadline, progress=progress)
                 )
         except (OSError, ValueError) as exc:  # no process could be started: this one reads everything
             log.warning("reading in one process: a helper process could not be started (%s)", exc)
@@ -421,7 +350,7 @@ class LogReader:
                 helper.stop()
             self._helpers = []
             return todo
-        return groups[0]
+        return shares[0]
 
     def _ktp(self, tp: TopicPartition, offset: int) -> Any:
         from confluent_kafka import TopicPartition as KafkaTP

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +13,7 @@ from confluent_kafka import Producer
 
 from recovery.cli import cli
 from recovery.errors import KafkaUnavailable, TopicNotFound
-from recovery.kafka import LogReader, PartitionRead, read_to_end
+from recovery.kafka import LogReader, PartitionOffsets, PartitionRead, offset_ranges, read_to_end
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
 from recovery.model import Isolation, OffsetRange, TopicPartition
@@ -20,7 +22,24 @@ from recovery.model import Isolation, OffsetRange, TopicPartition
 KEEP = {"retention.ms": "-1"}
 
 
-def transactions(topic: str, transactional: Callable[..., Producer]) -> None:
+def wait_for_markers(kafka: KafkaConfig, tp: TopicPartition, end: int) -> None:
+    """Wait until ``tp`` ends at ``end`` with no transaction open: high watermark = last stable
+    offset = ``end``. ``commit_transaction()`` and ``abort_transaction()`` return once the transaction
+    coordinator has logged the outcome; it writes the markers to the partitions after answering
+    (``TransactionCoordinator.endTransaction``: "respond to the client immediately and continue to
+    write the txn markers"), so the log may still grow by the marker after they return."""
+    deadline = time.monotonic() + 30
+    while True:
+        offsets = offset_ranges(kafka, [tp], Isolation.READ_COMMITTED)[tp]
+        assert isinstance(offsets, PartitionOffsets), offsets
+        assert offsets.high_watermark <= end, offsets
+        if offsets.high_watermark == offsets.last_stable == end:
+            return
+        assert time.monotonic() < deadline, f"{tp}: the transaction markers never came ({offsets})"
+        time.sleep(0.01)
+
+
+def transactions(kafka: KafkaConfig, topic: str, transactional: Callable[..., Producer]) -> None:
     """[0]: 3 committed records (0-2) + marker (3), 2 aborted (4-5) + marker (6), 1 open (7).
 
     The committed records carry fixed timestamps (2026-11-18), older than the default retention
@@ -37,6 +56,8 @@ def transactions(topic: str, transactional: Callable[..., Producer]) -> None:
         producer.produce(topic, key=b"k", value=b"aborted-%d" % i, partition=0)
     producer.flush(30)
     producer.abort_transaction(30)
+    # Another producer's record could otherwise take offset 6, before the abort marker.
+    wait_for_markers(kafka, TopicPartition(topic, 0), 7)
     opened = transactional(f"{topic}-open")
     opened.begin_transaction()
     opened.produce(topic, key=b"k", value=b"open", partition=0)
@@ -47,7 +68,7 @@ def test_read_committed_stops_at_the_last_stable_offset(
     kafka: KafkaConfig, new_topic: Callable[..., str], transactional: Callable[..., Producer]
 ) -> None:
     topic = new_topic(partitions=2, config=KEEP)  # [1] stays empty
-    transactions(topic, transactional)
+    transactions(kafka, topic, transactional)
     starts: dict[TopicPartition, int | None] = {
         TopicPartition(topic, 0): None,
         TopicPartition(topic, 1): None,
@@ -81,7 +102,7 @@ def test_reading_from_a_committed_transaction_ends_past_its_marker(
 ) -> None:
     """Starting at the aborted records: nothing is delivered, yet the read ends (position jumps)."""
     topic = new_topic(partitions=1, config=KEEP)
-    transactions(topic, transactional)
+    transactions(kafka, topic, transactional)
 
     records, summary = read_to_end(
         kafka, {TopicPartition(topic, 0): 3}, Isolation.READ_COMMITTED, deadline_s=20
@@ -159,13 +180,14 @@ def test_missing_partition_is_an_error(kafka: KafkaConfig, new_topic: Callable[.
 
 def test_cli_summary_and_json_lines(
     runner: CliRunner,
+    kafka: KafkaConfig,
     bootstrap: str,
     new_topic: Callable[..., str],
     transactional: Callable[..., Producer],
-    tmp_path,
+    tmp_path: Path,
 ) -> None:
     topic = new_topic(partitions=1, config=KEEP)
-    transactions(topic, transactional)
+    transactions(kafka, topic, transactional)
     lines = tmp_path / "records.jsonl"
 
     result = runner.invoke(
