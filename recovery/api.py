@@ -11,21 +11,30 @@ their own exit code.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recovery.checkpoint import Checkpoint, open_checkpoint
+from recovery.delta.api import delta_source_issues
+from recovery.delta.log import app_transaction_version
 from recovery.delta.model import SinkWarning
 from recovery.delta.sink import sink_warning
 from recovery.errors import InvalidInput, OffsetSpecError
+from recovery.kafka.admin import admin_for
 from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
 from recovery.kafka.config import KafkaConfig
+from recovery.kafka.groups import group_offsets, load_offsets_file
+from recovery.kafka.offsets import offsets_for_time
+from recovery.kafka.runway import RunwayReader
 from recovery.kafka.specs import check_timestamp_ms
+from recovery.kafka.values import MissingPartition
 from recovery.model import (
     DEFAULT_ACTIVE_WITHIN_S,
     CheckpointFile,
+    ClusterView,
     Finding,
     Isolation,
     NoMatch,
@@ -50,10 +59,8 @@ from recovery.resume import (
     refuse_without_kafka_source,
     sink_facts,
 )
+from recovery.runway import apply_runway, wanted_positions
 from recovery.strategy import StrategyRequest, resolve_strategy
-
-if TYPE_CHECKING:
-    from recovery.kafka.runway import RunwayReader
 
 __all__ = [
     "PartitionLag",
@@ -100,9 +107,7 @@ def validate_checkpoint(
     chk = open_checkpoint(location, storage_options)
     view, issues = checkpoint_view(chk)
     refuse_without_kafka_source(chk, view)
-    if has_delta_source(chk):  # the Delta side is loaded only for a checkpoint that has one
-        from recovery.delta.api import delta_source_issues
-
+    if has_delta_source(chk):
         issues = (*issues, *delta_source_issues(chk, delta_tables, storage_options=storage_options))
     view = sink_facts(view, sink, storage_options)
     if runway_warn_s is not None and runway_warn_s <= 0:
@@ -110,8 +115,6 @@ def validate_checkpoint(
     resumed = resolve_sink(view)
     reader = None
     if runway or runway_warn_s is not None:  # a threshold needs the runway
-        from recovery.kafka.runway import RunwayReader
-
         reader = RunwayReader(kafka, isolation)
     at_ms = None
     try:
@@ -120,8 +123,6 @@ def validate_checkpoint(
             # cores, ~50 ms sooner than after the describe at 2,000 partitions). A position in a
             # partition that does not exist is never wanted: the read stops once facts() says what
             # is (ReadUntil). The shared admin client is made first, not by both threads at once.
-            from recovery.kafka.admin import admin_for
-
             admin_for(kafka)
             reader.start(
                 (tp, position) for source in resumed.sources for tp, position in source.start.items()
@@ -153,8 +154,6 @@ def _with_runway(
     reader: RunwayReader, findings: tuple[Finding, ...], warn_s: float | None
 ) -> tuple[tuple[Finding, ...], int]:
     """``findings`` with their retention runway, judged at the time the facts were read."""
-    from recovery.runway import apply_runway, wanted_positions
-
     facts = reader.facts(wanted_positions(findings))
     now_ms = int(time.time() * 1000)
     warn_ms = None if warn_s is None else int(warn_s * 1000)
@@ -225,7 +224,8 @@ def repair_checkpoint(
     _refuse_unknown_scope(plan, strategy)
     if not execute or plan.refused:
         return _not_executed(plan, location, sink, storage_options)
-    from recovery.apply import apply  # writing commands only: reading ones never load it
+    # Lazy on purpose: validate, plan and starting-offsets never load the write path.
+    from recovery.apply import apply
 
     applied = apply(
         plan,
@@ -248,7 +248,7 @@ def repair_checkpoint(
 
 
 def _plan_from(
-    chk: Any,
+    chk: Checkpoint,
     kafka: KafkaConfig,
     strategy: Strategy | None,
     policy: Policy | None,
@@ -256,7 +256,7 @@ def _plan_from(
     storage_options: Mapping[str, Any] | None,
     sink: str | None,
 ) -> Plan:
-    """:func:`plan_repair` on a checkpoint already open (``chk``, a Checkpoint)."""
+    """:func:`plan_repair` on a checkpoint already open."""
     view, _ = checkpoint_view(chk)
     refuse_without_kafka_source(chk, view)
     view = sink_facts(view, sink, storage_options)
@@ -357,8 +357,6 @@ def _range_text(r: PartitionRange) -> str:
 
 def _closest(names: Iterable[str], read: Iterable[str]) -> str:
     """`` (closest: orders, orders-v2)``: names the checkpoint reads that look like ``names``."""
-    import difflib
-
     candidates = sorted(read)
     near = dict.fromkeys(m for name in names for m in difflib.get_close_matches(name, candidates, n=3))
     return f" (closest: {', '.join(near)})" if near else ""
@@ -391,8 +389,6 @@ def checkpoint_time_targets(
 def read_targets_file(path: str) -> Mapping[TopicPartition, int]:
     """``--from-file``: ``topic,partition,offset`` rows (kafka-consumer-groups ``--export``), read
     strictly (``FILE:LINE: what is wrong``, exit 2; a FIFO or directory refused without blocking)."""
-    from recovery.kafka.groups import load_offsets_file
-
     return load_offsets_file(path)
 
 
@@ -453,7 +449,7 @@ def starting_offsets(
             raise InvalidInput(f"{chk.location}: no Kafka source {chosen} (has {', '.join(ids) or 'none'})")
         view = replace(view, sources=tuple(s for s in view.sources if s.source_id == chosen))
         names |= checkpoint_topics(view)
-        cluster = replace(cluster_for(kafka, view, isolation), **_partitions_of(kafka, names, isolation))
+        cluster = _with_every_partition(cluster_for(kafka, view, isolation), kafka, names, isolation)
         plan = plan_from_values(view, cluster, Strategy(on_beyond_end=on_beyond_end))
         positions = {tp: offset for (_, tp), offset in resume_positions(plan).items()}
         warnings = _old_query_in_sink(sink, chk.query_id) if sink else ()
@@ -463,14 +459,9 @@ def starting_offsets(
         raise InvalidInput("name the topics the query reads with --topic")
     cluster = cluster_view(kafka, names, isolation)
     if group is not None:
-        from recovery.kafka.groups import group_offsets
-
         committed = group_offsets(kafka, group).offsets
         return StartingOffsets(complete_starting_offsets(committed, cluster, names, f"group {group}"))
     assert timestamp_ms is not None
-    from recovery.kafka.offsets import offsets_for_time
-    from recovery.kafka.values import MissingPartition
-
     found = offsets_for_time(
         kafka, sorted(cluster.partitions), timestamp_ms, no_match=no_match, isolation=isolation
     )
@@ -483,10 +474,13 @@ def starting_offsets(
     return StartingOffsets(tuple(rows))
 
 
-def _partitions_of(kafka: KafkaConfig, names: set[str], isolation: Isolation) -> dict[str, Any]:
-    """Every partition of ``names`` (the checkpoint's topics and those ``--topic`` added)."""
+def _with_every_partition(
+    cluster: ClusterView, kafka: KafkaConfig, names: set[str], isolation: Isolation
+) -> ClusterView:
+    """``cluster`` with every partition of ``names`` (the checkpoint's topics and those ``--topic``
+    added) and their topic ids."""
     whole = cluster_view(kafka, names, isolation)
-    return {"partitions": whole.partitions, "topic_ids": whole.topic_ids}
+    return replace(cluster, partitions=whole.partitions, topic_ids=whole.topic_ids)
 
 
 def _with_loss(rows: tuple[StartingOffset, ...], plan: Plan) -> tuple[StartingOffset, ...]:
@@ -519,8 +513,6 @@ def _topic_names(kafka: KafkaConfig, topics: TopicSelection | Iterable[str] | No
 
 
 def _old_query_in_sink(sink: str, query_id: str) -> tuple[str, ...]:
-    from recovery.delta.log import app_transaction_version
-
     held = app_transaction_version(sink, query_id)
     if held is None:
         return ()

@@ -33,7 +33,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from recovery.errors import ConfigError
+from recovery.errors import ConfigError, OffsetSpecError
 from recovery.kafka.config import (
     DEFAULT_TIMEOUT_S,
     REDACTED,
@@ -42,6 +42,7 @@ from recovery.kafka.config import (
     translate_java_properties,
 )
 from recovery.model import GateMode, Isolation
+from recovery.runway import parse_runway_warn
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class FleetConf:
 # -- the file format (pydantic, internal) ------------------------------------------------------------
 
 
-def _property_value(value: Any) -> Any:
+def _property_value(value: object) -> object:
     """Client properties are strings to librdkafka: TOML ``5`` and ``true`` mean ``"5"`` and ``"true"``."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -118,19 +119,16 @@ def _property_value(value: Any) -> Any:
     return value
 
 
-def _duration(value: Any) -> Any:
+def _duration(value: object) -> float:
     if not isinstance(value, str):
         raise ValueError('expected a duration such as "30s", "6h" or "1h30m"')
     return parse_duration_s(value)
 
 
-def _runway_duration(value: Any) -> Any:
+def _runway_duration(value: object) -> float:
     """``runway_warn``: ``"6h"``/``"1h30m"`` as every duration here, or ISO-8601 ``"PT6H"`` as
     ``--runway-warn`` takes it."""
     if isinstance(value, str) and value.strip()[:1] in ("P", "p"):
-        from recovery.errors import OffsetSpecError
-        from recovery.runway import parse_runway_warn
-
         try:
             return parse_runway_warn(value) / 1000
         except OffsetSpecError:
@@ -300,7 +298,7 @@ def _from_env(file: Path, key: str, variable: str, env: Mapping[str, str]) -> st
     return value
 
 
-def _refuse_secrets(file: Path, base: tuple[str, ...], values: Mapping[str, Any], env_key: str) -> None:
+def _refuse_secrets(file: Path, base: tuple[str, ...], values: Mapping[str, object], env_key: str) -> None:
     """A secret-looking key written in the file itself: it belongs in the environment."""
     for key, value in values.items():
         if is_secret(key):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from recovery.api import validate_checkpoint
 from recovery.conf import ClusterConf, FleetConf, JobConf, load_conf
 from recovery.errors import (
     CheckpointFormatError,
@@ -36,6 +37,7 @@ from recovery.errors import (
     InvalidInput,
     RecoveryError,
 )
+from recovery.kafka.admin import admin_for
 from recovery.model import Finding, Verdict
 from recovery.results import Report
 
@@ -231,8 +233,6 @@ def _choose(fleet: FleetConf, names: Iterable[str] | None) -> list[JobConf]:
 
 def _probe(cluster: ClusterConf) -> JobFailure | None:
     """Whether the cluster answers at all (one metadata request, bounded by its timeout)."""
-    from recovery.kafka.admin import admin_for
-
     try:
         admin_for(cluster.kafka).topic_names()
     except RecoveryError as exc:
@@ -258,8 +258,6 @@ def _check(
 
 
 def _validate(job: JobConf, cluster: ClusterConf, runway_warn_s: float | None) -> JobResult:
-    from recovery.api import validate_checkpoint
-
     try:
         report = validate_checkpoint(
             job.checkpoint,

@@ -48,13 +48,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from recovery.checkpoint import format as fmt
+from recovery.checkpoint.store import Store
+from recovery.errors import RecoveryError, mask_credentials
+from recovery.heartbeat import write_heartbeat
 from recovery.kafka.config import KafkaConfig
+from recovery.kafka.groups import set_group_offsets
+from recovery.kafka.offsets import offset_ranges
+from recovery.kafka.runway import runway_facts
+from recovery.kafka.values import PartitionOffsets
 from recovery.model import Isolation, OffsetRange, TopicPartition
+from recovery.runway import runway_of
 
 if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client import CollectorRegistry, Counter, Gauge
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQueryListener
 
@@ -209,7 +220,8 @@ class PartitionLagNow:
 @dataclass
 class _Metrics:
     registry: CollectorRegistry
-    gauges: dict[str, Any] = field(default_factory=dict)
+    gauges: dict[str, Gauge] = field(default_factory=dict)
+    counters: dict[str, Counter] = field(default_factory=dict)
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None) -> _Metrics:
@@ -227,7 +239,7 @@ class _Metrics:
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
             return Counter(f"{METRIC_PREFIX}_{name}", doc, labels, registry=None)
 
-        specs: dict[str, Any] = {
+        gauges = {
             "lag": gauge("kafka_lag_records", "Log end minus the query's position, per partition.", tp),
             "position": gauge("kafka_position", "The query's next offset to read (endOffset).", tp),
             "log_end": gauge(
@@ -251,20 +263,35 @@ class _Metrics:
             "processed_rate": gauge(
                 "processed_rows_per_second", "Rows/s the query processed in the last batch.", q
             ),
-            "rows": counter("input_rows", "Rows the query read (sum of numInputRows).", q),
             "batch": gauge("batch_id", "The last batch id the query reported.", q),
             "progress_time": gauge(
                 "last_progress_timestamp_seconds", "When the monitor last saw progress.", q
             ),
+        }
+        counters = {
+            "rows": counter("input_rows", "Rows the query read (sum of numInputRows).", q),
             "errors": counter(
                 "listener_errors",
                 "Listener steps that failed (logged; the query goes on).",
                 ("query", "step"),
             ),
         }
-        for metric in specs.values():
+        for metric in (*gauges.values(), *counters.values()):
             reg.register(metric)
-        return cls(reg, specs)
+        return cls(reg, gauges, counters)
+
+
+class MonitorOptions(TypedDict, total=False):
+    """The keyword options of :class:`QueryMonitor`, as :meth:`QueryMonitor.attach` passes them on."""
+
+    group: str | None
+    query_id: str | None
+    isolation: Isolation
+    interval_s: float
+    storage_options: Mapping[str, Any] | None
+    registry: CollectorRegistry | None
+    runway_interval_s: float | None
+    clock: Callable[[], float]
 
 
 class QueryMonitor:
@@ -312,7 +339,7 @@ class QueryMonitor:
         self._beater: threading.Thread | None = None
         self._lock = threading.Lock()  # callbacks of one query come in order; close() may race them
         self._last_refusal = ""
-        self._server: Any = None
+        self._server: WSGIServer | None = None
         self.metrics_port: int | None = None  # the HTTP port serving the metrics, once serving
         self._spark: SparkSession | None = None
         self._listener: StreamingQueryListener | None = None
@@ -329,7 +356,7 @@ class QueryMonitor:
         *,
         metrics_port: int | None = None,
         metrics_addr: str = "0.0.0.0",
-        **options: Any,
+        **options: Unpack[MonitorOptions],
     ) -> QueryMonitor:
         """A monitor registered with ``spark.streams`` (before ``start()``, to see the start event);
         ``metrics_port`` also serves the Prometheus text on http://ADDR:PORT/metrics."""
@@ -440,7 +467,7 @@ class QueryMonitor:
         except Exception as exc:  # the query must go on whatever fails here
             log.warning("listener %s (query %s) failed: %s", step, self._label or "?", _one_line(exc))
             with contextlib.suppress(Exception):
-                self._metrics.gauges["errors"].labels(self._label or "?", step).inc()
+                self._metrics.counters["errors"].labels(self._label or "?", step).inc()
 
     def _mine(self, query_id: str) -> bool:
         if self.query_id is None:
@@ -474,8 +501,6 @@ class QueryMonitor:
         now = self._clock()
         if not force and self._last_beat is not None and now - self._last_beat < self.interval_s:
             return
-        from recovery.heartbeat import write_heartbeat
-
         write_heartbeat(
             self.checkpoint,
             query_id=query_id,
@@ -521,9 +546,6 @@ class QueryMonitor:
     def _measure(
         self, batch: BatchProgress, positions: Mapping[TopicPartition, int]
     ) -> list[PartitionLagNow]:
-        from recovery.kafka.offsets import offset_ranges
-        from recovery.kafka.values import PartitionOffsets
-
         ranges = offset_ranges(self.kafka, positions, self.isolation)
         rows = []
         for tp, position in positions.items():
@@ -557,16 +579,13 @@ class QueryMonitor:
             g["input_rate"].labels(q).set(batch.input_rows_per_s)
         if batch.processed_rows_per_s is not None:
             g["processed_rate"].labels(q).set(batch.processed_rows_per_s)
-        g["rows"].labels(q).inc(batch.input_rows)
+        self._metrics.counters["rows"].labels(q).inc(batch.input_rows)
         g["batch"].labels(q).set(batch.batch_id)
         g["progress_time"].labels(q).set_to_current_time()
 
     def _publish_runway(self, batch: BatchProgress, rows: Sequence[PartitionLagNow]) -> None:
         """Retention runway and lag in time (recovery.runway): the timestamp of the first unread
         record (a one-record fetch per partition behind) plus the topic's retention.ms."""
-        from recovery.kafka.runway import runway_facts
-        from recovery.runway import runway_of
-
         unread = [(r.tp, r.commit_offset) for r in rows if r.commit_offset < r.log_end]
         facts = runway_facts(self.kafka, unread, self.isolation)
         now_ms = int(time.time() * 1000)
@@ -601,9 +620,6 @@ class QueryMonitor:
                     g["age"].remove(*labels)
 
     def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        from recovery.errors import RecoveryError
-        from recovery.kafka.groups import set_group_offsets
-
         assert self.group is not None
         try:
             set_group_offsets(self.kafka, self.group, offsets, execute=True, written_by="listener")
@@ -613,23 +629,18 @@ class QueryMonitor:
             if message != self._last_refusal:
                 log.warning("query %s: not committing to group %s: %s", self._label, self.group, message)
                 self._last_refusal = message
-            self._metrics.gauges["errors"].labels(self._label, "group commit").inc()
+            self._metrics.counters["errors"].labels(self._label, "group commit").inc()
             return
         self._last_refusal = ""
 
 
 def _one_line(exc: BaseException) -> str:
-    from recovery.errors import mask_credentials
-
     text = mask_credentials(str(exc)).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def _checkpoint_query_id(checkpoint: str, storage_options: Mapping[str, Any]) -> str | None:
     """The query id in ``checkpoint/metadata`` (None while there is none)."""
-    from recovery.checkpoint import format as fmt
-    from recovery.checkpoint.store import Store
-
     store = Store(checkpoint, storage_options)
     data = store.read("metadata")
     if data is None:

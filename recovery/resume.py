@@ -9,10 +9,14 @@ line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
+from recovery.delta.log import app_transaction_version
 from recovery.errors import InvalidInput
+from recovery.kafka.admin import admin_for
 from recovery.kafka.cluster import cluster_with_times, first_offsets_at_times
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.specs import MAX_TIMESTAMP_MS
@@ -96,13 +100,13 @@ def has_delta_source(chk: Checkpoint) -> bool:
     return latest is not None and any(s.kind is SourceKind.DELTA for s in latest.sources)
 
 
-def sink_facts(view: CheckpointView, sink: str | None, storage_options: object = None) -> CheckpointView:
+def sink_facts(
+    view: CheckpointView, sink: str | None, storage_options: Mapping[str, Any] | None = None
+) -> CheckpointView:
     """``view`` with what the Delta sink ``sink`` holds for its query (its ``txn`` version)."""
     if sink is None:
         return view
-    from recovery.delta.log import app_transaction_version
-
-    held = app_transaction_version(sink, view.query_id, storage_options)  # type: ignore[arg-type]
+    held = app_transaction_version(sink, view.query_id, storage_options)
     return replace(view, sink=SinkFacts(sink, held))
 
 
@@ -153,8 +157,6 @@ def cluster_for(
     # Only where a timestamp tells of recreation, whose clock it is (one DescribeConfigs request):
     # the broker's (LogAppendTime) or the producer's (CreateTime), which the finding then names.
     if told:
-        from recovery.kafka.admin import admin_for
-
         cluster = replace(cluster, timestamp_types=admin_for(kafka).timestamp_types(told))
     return cluster
 

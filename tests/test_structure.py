@@ -1,5 +1,5 @@
-"""The shape of the package: no import circle, a pure core that does no IO, and a CLI that starts
-without the heavy libraries.
+"""The shape of the package: no import circle, imports of our own modules at the top of each module,
+a pure core that does no IO, and a CLI that starts without the heavy libraries.
 
 Pure modules (values in, values out: no files, network, processes, threads, clock or randomness)
 import only the standard library minus its IO modules, and other pure modules. They are the
@@ -10,6 +10,7 @@ modules listed in PURE below plus every module whose own docstring says it is pu
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import itertools
 import re
@@ -122,6 +123,8 @@ HEAVY = (
     "botocore",
     "rich",
     "pydantic",
+    "kafka",  # kafka-python (DescribeLogDirs)
+    "prometheus_client",  # the listener's metrics; loads http.server and wsgiref
 )
 
 
@@ -410,6 +413,153 @@ def test_the_import_graph_counts_what_runs() -> None:
         "recovery.delta.source": (10,),
         "recovery.model": (11,),
     }
+
+
+# -- imports of our own modules at the top --------------------------------------------------------------
+# A reader learns what a module depends on from its head; an import inside a function hides a
+# dependency until that function runs. Laziness is for the heavy third-party libraries and for what
+# LAZY_OWN_IMPORTS names, each with why. A key is (files: a glob relative to the repository, the
+# module of ours they may import inside a function: its name, "*" for any, or BY_NAME for an
+# ``import_module(name)`` call, whose module is known only when it runs).
+
+BY_NAME = "import_module(...)"
+
+LAZY_OWN_IMPORTS: dict[tuple[str, str], str] = {
+    ("recovery/cli/__init__.py", BY_NAME): (
+        "the command loader: --help imports no command module, and a command only its own"
+    ),
+    ("recovery/__init__.py", BY_NAME): (
+        "PEP 562: each public name loads its module on first use, so `import recovery` stays cheap"
+    ),
+    ("recovery/checkpoint/__init__.py", BY_NAME): "PEP 562, as recovery/__init__.py, for its names",
+    ("recovery/kafka/__init__.py", BY_NAME): "PEP 562, as recovery/__init__.py, for its names",
+    ("recovery/delta/log.py", BY_NAME): (
+        "deltalake and pyarrow (HEAVY, the delta extra) by name, so a missing one is a one-line error"
+    ),
+    ("recovery/api.py", "recovery.apply"): (
+        "validate, plan and starting-offsets import recovery.api; the write path loads only when a "
+        "repair executes (test_the_reading_use_cases_do_not_load_the_write_path)"
+    ),
+    # recovery.conf, recovery.fleet and the ledger modules define pydantic models at import: at the
+    # top of their command modules they would load pydantic for `conf --help`, `fleet --help`, ...
+    ("recovery/cli/fleet.py", "recovery.conf"): "pydantic at import (conf/ models)",
+    ("recovery/cli/fleet.py", "recovery.fleet"): "pydantic at import (through recovery.conf)",
+    ("recovery/cli/ledger.py", "recovery.delta.ledger_conf"): "pydantic at import (the [ledger] conf)",
+    ("recovery/cli/ledger.py", "recovery.delta.ledger_table"): "pydantic at import (ledger_conf)",
+    ("recovery/cli/ledger.py", "recovery.delta.ledger"): "pydantic at import (ledger_conf)",
+    ("recovery/local/*.py", "*"): "the rig (demo and integration tests), not the library's layers",
+}
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def lazy_imports_of_ours(source: str, module: str) -> list[tuple[int, str]]:
+    """(line, module) for each import of a module of ours inside a function of ``source`` (the text
+    of ``module``), and (line, BY_NAME) for each ``import_module(...)`` or ``__import__(...)`` call
+    there; imports under ``if TYPE_CHECKING:`` never run and do not count."""
+    tree = ast.parse(source)
+    skip = _typing_only(tree)
+    found: set[tuple[int, str]] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, _FUNCTIONS):
+            continue
+        for node in ast.walk(function):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found.update(
+                    (node.lineno, name)
+                    for name in _imported(node, module)
+                    if name.split(".")[0] == "recovery"
+                )
+            elif isinstance(node, ast.Call) and _called_name(node) in ("import_module", "__import__"):
+                found.add((node.lineno, BY_NAME))
+    return sorted(found)
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _allowed_by(path: str, imported: str) -> list[tuple[str, str]]:
+    """The LAZY_OWN_IMPORTS keys that let ``path`` import ``imported`` inside a function."""
+    return [
+        (files, what)
+        for files, what in LAZY_OWN_IMPORTS
+        if fnmatch.fnmatch(path, files) and (what == imported or (what == "*" and imported != BY_NAME))
+    ]
+
+
+@functools.cache
+def lazy_imports() -> dict[str, list[tuple[int, str]]]:
+    """{file relative to the repository: its lazy imports of ours}, for every module of recovery/."""
+    found = {
+        str(path.relative_to(ROOT)): lazy_imports_of_ours(path.read_text(), module_name(path))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+    return {path: imports for path, imports in found.items() if imports}
+
+
+def test_modules_of_ours_are_imported_at_the_top() -> None:
+    hidden = [
+        f"  {path}:{line} imports {imported} inside a function"
+        for path, imports in lazy_imports().items()
+        for line, imported in imports
+        if not _allowed_by(path, imported)
+    ]
+    assert not hidden, (
+        "move these imports to the top of their modules (laziness is for HEAVY libraries; to keep "
+        "one, add it to LAZY_OWN_IMPORTS with why):\n" + "\n".join(hidden)
+    )
+
+
+def test_every_lazy_import_allowed_is_still_there() -> None:
+    """An entry of LAZY_OWN_IMPORTS that allows nothing any more is removed, so the list stays the
+    list of what is really lazy."""
+    used = {
+        key
+        for path, imports in lazy_imports().items()
+        for _, imported in imports
+        for key in _allowed_by(path, imported)
+    }
+    stale = sorted(set(LAZY_OWN_IMPORTS) - used)
+    assert not stale, f"nothing imports these lazily any more; remove them from LAZY_OWN_IMPORTS: {stale}"
+
+
+def test_the_lazy_import_finder_finds_what_runs_inside_functions() -> None:
+    """Imports at the top and under TYPE_CHECKING are not lazy; third-party ones are not ours; a
+    nested function's import is found once; relative imports are resolved."""
+    source = (
+        "from __future__ import annotations\n"
+        "import importlib\n"
+        "from typing import TYPE_CHECKING\n"
+        "from recovery.model import TopicPartition\n"
+        "if TYPE_CHECKING:\n"
+        "    from recovery.apply import Applied\n"
+        "def f() -> None:\n"
+        "    import json, confluent_kafka\n"
+        "    from recovery.kafka.admin import admin_for\n"  # 9
+        "    from . import source\n"  # 10: recovery.delta.source
+        "    if TYPE_CHECKING:\n"
+        "        from recovery.plan import Plan\n"
+        "class Probe:\n"
+        "    def method(self) -> None:\n"
+        "        def inner() -> None:\n"
+        "            import recovery.model\n"  # 16
+        "        importlib.import_module(self.name)\n"  # 17
+        "load = lambda name: __import__(name)\n"  # 18
+    )
+    assert lazy_imports_of_ours(source, "recovery.delta.probe") == [
+        (9, "recovery.kafka.admin"),
+        (10, "recovery.delta.source"),
+        (16, "recovery.model"),
+        (17, BY_NAME),
+        (18, BY_NAME),
+    ]
+    assert _allowed_by("recovery/api.py", "recovery.apply") == [("recovery/api.py", "recovery.apply")]
+    assert _allowed_by("recovery/api.py", "recovery.plan") == []
+    assert _allowed_by("recovery/cli/repair.py", BY_NAME) == []
 
 
 def _import_tree(stderr: str) -> dict[str, str]:

@@ -13,8 +13,11 @@ from collections.abc import Iterable
 
 import click
 
+from recovery.checkpoint import inspect_backups, inspect_checkpoint, restore_backup
+from recovery.checkpoint.intent import recover_interrupted
 from recovery.cli.options import execute_option, output_option, storage_option
 from recovery.cli.render import emit, emit_json, note, waiting
+from recovery.report import checkpoint as report
 
 backup_dir_option = click.option(
     "--backup-dir",
@@ -53,9 +56,6 @@ def show_cmd(
 
     Example: stream-recovery checkpoint show /data/chk --output json
     """
-    from recovery.checkpoint import inspect_checkpoint
-    from recovery.report import checkpoint as report
-
     with waiting(f"reading {path}"):
         info = inspect_checkpoint(path, batch=batch, storage_options=storage_options)
     if output == "json":
@@ -79,9 +79,6 @@ def backups_cmd(path: str, backup_dir: str | None, storage_options: dict[str, st
 
     Example: stream-recovery checkpoint backups /data/chk
     """
-    from recovery.checkpoint import inspect_backups
-    from recovery.report import checkpoint as report
-
     with waiting(f"listing backups of {path}"):
         listing = inspect_backups(path, backup_dir=backup_dir, storage_options=storage_options)
     rows = report.backup_rows(listing)
@@ -130,9 +127,6 @@ def restore_cmd(
 
     Example: stream-recovery checkpoint restore /data/chk --backup 20260101T000000000000Z --execute
     """
-    from recovery.checkpoint import restore_backup
-    from recovery.report import checkpoint as report
-
     with waiting(f"restoring {path}" if not dry_run else f"reading backups of {path}"):
         result = restore_backup(
             path,
@@ -171,9 +165,6 @@ def recover_cmd(path: str, take_over: bool, dry_run: bool, storage_options: dict
 
     Example: stream-recovery checkpoint recover /data/chk --take-over --execute
     """
-    from recovery.checkpoint.intent import recover_interrupted
-    from recovery.report import checkpoint as report
-
     with waiting(f"recovering {path}" if not dry_run else f"reading {path}"):
         result = recover_interrupted(path, storage_options, take_over=take_over, execute=not dry_run)
     _notes(report.recover_notes(result))
@@ -183,7 +174,3 @@ def recover_cmd(path: str, take_over: bool, dry_run: bool, storage_options: dict
 def _notes(lines: Iterable[str]) -> None:
     for line in lines:
         note(line)
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(checkpoint)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
 
 import click
 
 from recovery.cli import render
 from recovery.cli.options import (
+    F,
     accept_sink_skip_option,
     checkpoint_write_options,
     execute_option,
@@ -25,10 +25,10 @@ from recovery.cli.options import (
     stack,
     storage_option,
 )
+from recovery.delta.api import plan_delta_source, repair_delta_source
 from recovery.delta.model import DeltaStrategy
 from recovery.report import delta as report
 
-F = TypeVar("F", bound=Callable[..., Any])
 _SOURCE_ID = re.compile(r"^(\d+)=(.+)$")
 
 
@@ -88,8 +88,6 @@ def validate_cmd(
 
     Example: stream-recovery delta-source validate /chk/orders --table /tables/orders --sink /tables/out
     """
-    from recovery.delta.api import plan_delta_source
-
     with render.waiting("reading the checkpoint and the Delta logs"):
         result = plan_delta_source(checkpoint, tables, sink=sink, storage_options=storage_options)
     if output == "json":
@@ -144,8 +142,6 @@ def repair_cmd(
 
     Example: stream-recovery delta-source repair /chk/orders --table /tables/orders --execute
     """
-    from recovery.delta.api import repair_delta_source
-
     with render.waiting("planning the repair"):
         result = repair_delta_source(
             checkpoint,

@@ -16,6 +16,7 @@ import click
 
 from recovery.cli import render
 from recovery.cli.options import output_option, runway_warn_option
+from recovery.report import fleet as report
 
 if TYPE_CHECKING:
     from recovery.fleet import JobResult
@@ -38,8 +39,8 @@ def check_cmd(directory: str, output: str) -> None:
 
     Example: stream-recovery conf check conf/examples
     """
+    # Imported here: recovery.conf loads pydantic (its file format), which --help must not.
     from recovery.conf import load_conf
-    from recovery.report import fleet as report
 
     conf = load_conf(directory)
     if output == "json":
@@ -97,9 +98,9 @@ def validate_cmd(
 
     Example: stream-recovery fleet validate conf/ --parallel 16 --output json
     """
+    # Imported here: recovery.conf loads pydantic (its file format), which --help must not.
     from recovery.conf import load_conf
     from recovery.fleet import validate_fleet
-    from recovery.report import fleet as report
 
     conf = load_conf(directory)
     total = len(jobs) if jobs else len(conf.jobs)

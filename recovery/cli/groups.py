@@ -9,6 +9,15 @@ import click
 from recovery.cli import render
 from recovery.cli.options import execute_option, kafka_options, output_option
 from recovery.kafka.config import KafkaConfig
+from recovery.kafka.groups import default_backup_dir, load_offsets_file, set_group_offsets, show_group
+from recovery.report.offsets import (
+    GROUP_SET_COLUMNS,
+    GROUP_SHOW_COLUMNS,
+    group_set_note,
+    group_set_rows,
+    group_show_notes,
+    group_show_rows,
+)
 
 
 @click.group(name="group")
@@ -50,9 +59,6 @@ def show_cmd(kafka: KafkaConfig, group_id: str, compare_file: str | None, output
       stream-recovery group show billing -b localhost:9092 --output csv > billing.csv
       stream-recovery group show billing -b localhost:9092 --compare billing.csv
     """
-    from recovery.kafka.groups import load_offsets_file, show_group
-    from recovery.report.offsets import GROUP_SHOW_COLUMNS, group_show_notes, group_show_rows
-
     compare = load_offsets_file(compare_file, flag="--compare") if compare_file else None
     with render.waiting(f"reading group {group_id}"):
         report = show_group(kafka, group_id, compare=compare)
@@ -120,9 +126,6 @@ def set_cmd(
       # undo a --force write: the backup it printed is a --from-file
       stream-recovery group set billing -b localhost:9092 --from-file BACKUP.csv --execute --force
     """
-    from recovery.kafka.groups import default_backup_dir, load_offsets_file, set_group_offsets
-    from recovery.report.offsets import GROUP_SET_COLUMNS, group_set_note, group_set_rows
-
     offsets = load_offsets_file(from_file)
     with render.waiting(f"checking group {group_id}" if dry_run else f"setting the offsets of {group_id}"):
         change = set_group_offsets(
@@ -139,7 +142,3 @@ def set_cmd(
         where = backup_dir or default_backup_dir()
         render.note(f"--execute first saves the group's current offsets (not stream-recovery's) in {where}")
     sys.exit(change.exit_code)
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(group)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
 from recovery.cli import render
 from recovery.cli.options import (
+    F,
     execute_option,
     isolation_option,
     kafka_options,
@@ -25,15 +25,13 @@ from recovery.cli.options import (
     stack,
     strategy_options,
 )
+from recovery.kafka.config import KafkaConfig
 from recovery.model import Isolation, Policy
 from recovery.report import delta as report
+from recovery.strategy import StrategyRequest
 
 if TYPE_CHECKING:
     from recovery.delta.ledger_conf import LedgerConf
-    from recovery.kafka.config import KafkaConfig
-    from recovery.strategy import StrategyRequest
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 ledger_isolation = isolation_option(
     "The job's kafka.isolation.level: read_committed judges against the last stable offset."
@@ -41,6 +39,8 @@ ledger_isolation = isolation_option(
 
 
 def _conf(table: str, conf_file: str | None, pipeline: str | None, data_table: str | None) -> LedgerConf:
+    # Imported here, as in each command below: recovery.delta.ledger_conf loads pydantic (the
+    # [ledger] section's format), which --help must not.
     from recovery.delta.ledger_conf import load_conf, make_conf
 
     if conf_file is not None:
@@ -55,8 +55,14 @@ def ledger_options(func: F) -> F:
     the command receives one ``conf: LedgerConf``."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, table: str, conf_file: str | None, pipeline: str | None, **kwargs: Any) -> Any:
-        data_table = kwargs.pop("data_table", None)
+    def wrapper(
+        *args: object,
+        table: str,
+        conf_file: str | None,
+        pipeline: str | None,
+        data_table: str | None = None,  # only where the command has --data-table
+        **kwargs: object,
+    ) -> object:
         return func(*args, conf=_conf(table, conf_file, pipeline, data_table), **kwargs)
 
     decorators = [
@@ -90,7 +96,7 @@ def show_cmd(conf: LedgerConf, output: str) -> None:
 
     Example: stream-recovery ledger show /tables/ledger --pipeline orders-hourly
     """
-    from recovery.delta.ledger_table import read_ledger
+    from recovery.delta.ledger_table import read_ledger  # pydantic: see _conf
 
     with render.waiting("reading the ledger"):
         state = read_ledger(conf)
@@ -122,7 +128,7 @@ def validate_cmd(conf: LedgerConf, kafka: KafkaConfig, isolation: Isolation, out
 
     Example: stream-recovery ledger validate /tables/ledger --pipeline orders -b kafka:9092
     """
-    from recovery.delta.ledger import plan_ledger
+    from recovery.delta.ledger import plan_ledger  # pydantic: see _conf
 
     with render.waiting("reading the ledger and the cluster"):
         result = plan_ledger(conf, kafka, isolation=isolation)
@@ -166,7 +172,7 @@ def repair_cmd(
 
     Example: stream-recovery ledger repair /tables/ledger --pipeline orders -b kafka:9092 --execute
     """
-    from recovery.delta.ledger import repair_ledger
+    from recovery.delta.ledger import repair_ledger  # pydantic: see _conf
 
     with render.waiting("planning the repair"):
         result = repair_ledger(conf, kafka, request, policy, execute=not dry_run, isolation=isolation)

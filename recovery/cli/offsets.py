@@ -1,64 +1,27 @@
-"""``stream-recovery offsets``: per-partition offsets, like kafka-get-offsets but complete.
-
-Also holds the options only the Kafka commands take (``--time``, ``--exclude-internal-topics``),
-which ``read-to-end`` (:mod:`recovery.cli.read`) shares.
-"""
+"""``stream-recovery offsets``: per-partition offsets, like kafka-get-offsets but complete."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
 from recovery.cli import render
 from recovery.cli.options import (
+    TimeSpecType,
+    exclude_internal_option,
     isolation_option,
     kafka_options,
     no_match_option,
     output_option,
+    selection_from,
     topic_option,
 )
-from recovery.errors import OffsetSpecError
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.specs import TimeSpec, parse_time
+from recovery.kafka.offsets import offset_table
+from recovery.kafka.specs import TimeSpec
 from recovery.model import Isolation, NoMatch, TopicSelection
-
-__all__ = ["TimeSpecType", "exclude_internal_option", "offsets_cmd", "selection_from"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-class TimeSpecType(click.ParamType[TimeSpec]):
-    """``earliest|latest|max-timestamp|-2|-1|-3|<epoch ms>|<ISO-8601>`` as a :class:`TimeSpec`."""
-
-    name = "TIME"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> TimeSpec:
-        if isinstance(value, TimeSpec):
-            return value
-        try:
-            return parse_time(str(value))
-        except OffsetSpecError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-def exclude_internal_option(func: F) -> F:
-    """``--exclude-internal-topics``: leave internal topics out of a regex selection."""
-    return click.option(
-        "--exclude-internal-topics",
-        is_flag=True,
-        help="Leave out internal topics (__consumer_offsets, __transaction_state).",
-    )(func)
-
-
-def selection_from(topics: TopicSelection | None, exclude_internal: bool) -> TopicSelection:
-    """The ``--topic`` selection (required by the Kafka commands), without internal topics if asked."""
-    if topics is None:
-        raise click.UsageError("give the partitions to look at with --topic SPEC (e.g. --topic orders)")
-    return dataclasses.replace(topics, exclude_internal=exclude_internal) if exclude_internal else topics
+from recovery.report.offsets import OFFSETS_COLUMNS, offset_rows
 
 
 @click.command(name="offsets")
@@ -123,12 +86,6 @@ def offsets_cmd(
           --time 2026-11-22T06:00:00Z --no-match latest --output json
     """
     selection = selection_from(topics, exclude_internal_topics)
-    from recovery.kafka.admin import admin_for
-
-    admin_for(kafka)  # the shared client connects in the background while the rest is imported
-    from recovery.kafka.offsets import offset_table
-    from recovery.report.offsets import OFFSETS_COLUMNS, offset_rows
-
     with render.waiting("asking Kafka for the offsets"):
         table = offset_table(kafka, selection, time_spec, isolation=isolation, no_match=no_match)
     render.emit(offset_rows(table, output), output, OFFSETS_COLUMNS)

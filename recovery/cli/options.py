@@ -1,26 +1,34 @@
 """Every option shared by several commands, declared once (sqlite-utils style decorators).
 
 One meaning per flag name across commands. Each option hands the command a value of the library's
-own vocabulary (``Isolation``, ``NoMatch``, ``TopicSelection``, a ``dict`` of storage options ...),
-so a command never parses strings back into values. Bad values are usage errors (exit 2) naming the
-option as the user typed it.
+own vocabulary (``Isolation``, ``NoMatch``, ``TopicSelection``, ``TimeSpec``, a ``dict`` of storage
+options ...), so a command never parses strings back into values. Bad values are usage errors
+(exit 2) naming the option as the user typed it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import click
 
-from recovery.model import Isolation, NoMatch, OnBeyondEnd
+from recovery.errors import OffsetSpecError
+from recovery.kafka.config import KafkaConfig
+from recovery.kafka.specs import TimeSpec, parse_time, parse_topic_partitions
+from recovery.model import Isolation, NoMatch, OnBeyondEnd, Policy, StrategyKind, TopicSelection
+from recovery.runway import parse_runway_warn
+from recovery.strategy import StrategyRequest
 
-F = TypeVar("F", bound=Callable[..., Any])
+# A command's callback: each option below takes one and returns it (or a wrapper of it) with its
+# Click parameters attached.
+F = TypeVar("F", bound=Callable[..., object])
 
 
-def stack(func: F, decorators: list[Callable[[Any], Any]]) -> F:
+def stack(func: F, decorators: Sequence[Callable[[F], F]]) -> F:
     """Apply ``decorators`` to ``func`` as if written as ``@`` lines in this order (first = outermost),
     so a group of options can be one decorator."""
     for decorator in reversed(decorators):
@@ -35,10 +43,24 @@ class EnumChoice(click.Choice[str]):
         self.enum = enum
         super().__init__([member.value for member in enum])
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> StrEnum:
         if isinstance(value, self.enum):
             return value
         return self.enum(super().convert(value, param, ctx))
+
+
+class TimeSpecType(click.ParamType[TimeSpec]):
+    """``earliest|latest|max-timestamp|-2|-1|-3|<epoch ms>|<ISO-8601>`` as a :class:`TimeSpec`."""
+
+    name = "TIME"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> TimeSpec:
+        if isinstance(value, TimeSpec):
+            return value
+        try:
+            return parse_time(str(value))
+        except OffsetSpecError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def output_option(*formats: str, default: str = "table") -> Callable[[F], F]:
@@ -62,16 +84,13 @@ def kafka_options(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(
-        *args: Any,
+        *args: object,
         bootstrap_server: str,
         command_config: str | None,
         kafka_property: tuple[str, ...],
         kafka_timeout: float,
-        **kwargs: Any,
-    ) -> Any:
-        # Imported here: recovery.kafka is light, but commands that never talk to Kafka don't pay for it.
-        from recovery.kafka.config import KafkaConfig
-
+        **kwargs: object,
+    ) -> object:
         kafka = KafkaConfig.from_options(
             bootstrap_server,
             command_config=command_config,
@@ -178,13 +197,11 @@ def storage_option(func: F) -> F:
     )(func)
 
 
-def _selection(ctx: click.Context, param: click.Parameter, specs: tuple[str, ...]) -> Any:
+def _topic_selection(
+    ctx: click.Context, param: click.Parameter, specs: tuple[str, ...]
+) -> TopicSelection | None:
     if not specs:
         return None
-    from recovery.errors import OffsetSpecError
-    from recovery.kafka.specs import parse_topic_partitions
-    from recovery.model import TopicSelection
-
     try:
         parsed = [parse_topic_partitions(spec) for spec in specs]
     except OffsetSpecError as exc:
@@ -208,9 +225,25 @@ def topic_option(help: str = TOPIC_HELP, *, alias: bool = False) -> Callable[[F]
         "topics",
         multiple=True,
         metavar="SPEC",
-        callback=_selection,
+        callback=_topic_selection,
         help=help,
     )
+
+
+def exclude_internal_option(func: F) -> F:
+    """``--exclude-internal-topics``: leave internal topics out of a regex selection."""
+    return click.option(
+        "--exclude-internal-topics",
+        is_flag=True,
+        help="Leave out internal topics (__consumer_offsets, __transaction_state).",
+    )(func)
+
+
+def selection_from(topics: TopicSelection | None, exclude_internal: bool) -> TopicSelection:
+    """The ``--topic`` selection (required by the Kafka commands), without internal topics if asked."""
+    if topics is None:
+        raise click.UsageError("give the partitions to look at with --topic SPEC (e.g. --topic orders)")
+    return dataclasses.replace(topics, exclude_internal=exclude_internal) if exclude_internal else topics
 
 
 def checkpoint_write_options(func: F) -> F:
@@ -257,7 +290,7 @@ def strategy_options(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(
-        *args: Any,
+        *args: object,
         strategy: str | None,
         on_beyond_end: OnBeyondEnd | None,
         to_datetime: str | None,
@@ -266,14 +299,11 @@ def strategy_options(func: F) -> F:
         to_offset: int | None,
         from_file: str | None,
         no_match: NoMatch,
-        topics: Any,
+        topics: TopicSelection | None,
         max_loss_records: int | None,
         max_loss_per_partition: int | None,
-        **kwargs: Any,
-    ) -> Any:
-        from recovery.model import Policy, StrategyKind
-        from recovery.strategy import StrategyRequest
-
+        **kwargs: object,
+    ) -> object:
         request = StrategyRequest(
             kind=StrategyKind(strategy) if strategy else None,
             on_beyond_end=on_beyond_end,
@@ -287,8 +317,6 @@ def strategy_options(func: F) -> F:
         )
         policy = Policy(max_loss_records, max_loss_per_partition)
         return func(*args, request=request, policy=policy, **kwargs)
-
-    from recovery.model import StrategyKind
 
     decorators = [
         click.option(
@@ -354,9 +382,6 @@ def sink_option(help: str = "") -> Callable[[F], F]:
 def _runway_warn(ctx: click.Context, param: click.Parameter, text: str | None) -> float | None:
     if text is None:
         return None
-    from recovery.errors import OffsetSpecError
-    from recovery.runway import parse_runway_warn
-
     try:
         return parse_runway_warn(text, "") / 1000
     except OffsetSpecError as exc:

@@ -5,16 +5,29 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 import click
 
 from recovery.cli import render
-from recovery.cli.offsets import TimeSpecType, exclude_internal_option, selection_from
-from recovery.cli.options import isolation_option, kafka_options, output_option, topic_option
+from recovery.cli.options import (
+    TimeSpecType,
+    exclude_internal_option,
+    isolation_option,
+    kafka_options,
+    output_option,
+    selection_from,
+    topic_option,
+)
 from recovery.kafka.config import KafkaConfig
+from recovery.kafka.read import LogReader, Progress
 from recovery.kafka.specs import TimeSpec
 from recovery.model import Isolation, TopicSelection
+from recovery.report.offsets import READ_COLUMNS, read_rows, record_lines
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as ProgressBar
+    from rich.progress import TaskID
 
 
 @click.command(name="read-to-end")
@@ -85,12 +98,6 @@ def read_to_end_cmd(
           --records orders.jsonl
     """
     selection = selection_from(topics, exclude_internal_topics)
-    from recovery.kafka.admin import admin_for
-
-    admin_for(kafka)  # the shared client connects in the background while the rest is imported
-    from recovery.kafka.read import LogReader
-    from recovery.report.offsets import READ_COLUMNS, read_rows, record_lines
-
     with _progress(quiet) as progress:
         with render.waiting("looking up where each partition starts"):
             reader = LogReader.from_selection(
@@ -118,26 +125,26 @@ class _Bar:
     the waiting line of the offset lookup)."""
 
     def __init__(self) -> None:
-        self._bar: Any = None
-        self._task: Any = None
+        self._shown: tuple[ProgressBar, TaskID] | None = None  # the bar and its task, once started
 
     def update(self, covered: int, total: int) -> None:
-        if self._bar is None:
+        if self._shown is None:
             from rich.console import Console
-            from rich.progress import Progress
+            from rich.progress import Progress as ProgressBar
 
-            self._bar = Progress(console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task("reading to the end", total=None)
-        self._bar.update(self._task, completed=covered, total=max(total, 1))
+            bar = ProgressBar(console=Console(stderr=True), transient=True)
+            bar.start()
+            self._shown = (bar, bar.add_task("reading to the end", total=None))
+        bar, task = self._shown
+        bar.update(task, completed=covered, total=max(total, 1))
 
     def stop(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+        if self._shown is not None:
+            self._shown[0].stop()
 
 
 @contextmanager
-def _progress(quiet: bool) -> Iterator[Any]:
+def _progress(quiet: bool) -> Iterator[Progress | None]:
     """The progress callback for the reader: a bar on a terminal (not with -q), else None."""
     if quiet or not sys.stderr.isatty():
         yield None

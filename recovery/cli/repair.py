@@ -6,12 +6,12 @@ Each command: options -> values -> one call of :mod:`recovery.api` -> rows and l
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from typing import Any
+import time
 
 import click
 
+from recovery.api import export_positions, repair_checkpoint, starting_offsets, validate_checkpoint
 from recovery.cli import render
 from recovery.cli.options import (
     accept_sink_skip_option,
@@ -28,8 +28,11 @@ from recovery.cli.options import (
     strategy_options,
     topic_option,
 )
-from recovery.errors import ConfigError
-from recovery.model import Isolation, NoMatch, OnBeyondEnd
+from recovery.errors import InvalidInput
+from recovery.kafka.config import KafkaConfig
+from recovery.model import Isolation, NoMatch, OnBeyondEnd, Policy, TopicSelection
+from recovery.report import findings as report
+from recovery.strategy import StrategyRequest
 
 judged_isolation = isolation_option(
     "The query's kafka.isolation.level: read_committed judges against the last stable offset."
@@ -60,7 +63,7 @@ judged_isolation = isolation_option(
 @output_option()
 def validate_cmd(
     checkpoint: str,
-    kafka: Any,
+    kafka: KafkaConfig,
     isolation: Isolation,
     sink: str | None,
     runway_warn_s: float | None,
@@ -88,15 +91,6 @@ def validate_cmd(
         if not eq or not source_id.isdigit() or not path:
             raise click.UsageError(f"--delta-table {spec}: expected ID=TABLE (e.g. 1=/lake/orders)")
         tables[source_id] = path
-    from recovery.kafka.admin import admin_for
-
-    # The shared client connects in the background while the rest is imported. Bad client settings
-    # are reported where they were before (after the checkpoint's own errors): validate_checkpoint.
-    with contextlib.suppress(ConfigError):
-        admin_for(kafka)
-    from recovery.api import validate_checkpoint
-    from recovery.report import findings as report
-
     with render.waiting("reading the checkpoint and the cluster"):
         result = validate_checkpoint(
             checkpoint,
@@ -139,9 +133,9 @@ def validate_cmd(
 @output_option()
 def repair_cmd(
     checkpoint: str,
-    kafka: Any,
-    request: Any,
-    policy: Any,
+    kafka: KafkaConfig,
+    request: StrategyRequest,
+    policy: Policy,
     dry_run: bool,
     export_path: str | None,
     force: bool,
@@ -162,9 +156,6 @@ def repair_cmd(
 
     Example: stream-recovery repair /data/chk -b kafka:9092 --max-loss-records 1000 --execute
     """
-    from recovery.api import export_positions, repair_checkpoint
-    from recovery.report import findings as report
-
     with render.waiting("planning the repair"):
         result = repair_checkpoint(
             checkpoint,
@@ -197,8 +188,6 @@ def repair_cmd(
 
 
 def _write_export(path: str, text: str) -> None:
-    from recovery.errors import InvalidInput
-
     try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -221,13 +210,13 @@ def _write_export(path: str, text: str) -> None:
 @storage_option
 @output_option("table", "json", "spark")
 def starting_offsets_cmd(
-    kafka: Any,
+    kafka: KafkaConfig,
     checkpoint: str | None,
     source_id: str | None,
     group: str | None,
     to_datetime: str | None,
     by_duration: str | None,
-    topics: Any,
+    topics: TopicSelection | None,
     no_match: NoMatch,
     on_beyond_end: OnBeyondEnd,
     isolation: Isolation,
@@ -242,12 +231,6 @@ def starting_offsets_cmd(
 
     Example: stream-recovery starting-offsets -b kafka:9092 --from-checkpoint /data/old-chk --output spark
     """
-    import time
-
-    from recovery.api import starting_offsets
-    from recovery.report import findings as report
-    from recovery.strategy import StrategyRequest
-
     if sum(x is not None for x in (checkpoint, group, to_datetime, by_duration)) != 1:
         raise click.UsageError("give exactly one of --from-checkpoint, --group, --to-datetime, --by-duration")
     timestamp_ms = StrategyRequest(to_datetime=to_datetime, by_duration=by_duration).timestamp_ms(
@@ -279,9 +262,3 @@ def starting_offsets_cmd(
     for warning in result.warnings:
         render.warn(warning)
     sys.exit(result.exit_code)
-
-
-def register(cli: click.Group) -> None:
-    cli.add_command(validate_cmd)
-    cli.add_command(repair_cmd)
-    cli.add_command(starting_offsets_cmd)

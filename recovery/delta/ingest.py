@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recovery.delta.ledger import ledger_gate
 from recovery.delta.ledger_batches import (
@@ -41,10 +41,9 @@ from recovery.delta.ledger_batches import (
 from recovery.delta.ledger_conf import LedgerConf
 from recovery.delta.ledger_table import create_ledger, read_ledger
 from recovery.errors import LedgerJobStopped
+from recovery.kafka.cluster import cluster_view
+from recovery.kafka.config import KafkaConfig
 from recovery.model import GateMode, Policy, TopicPartition
-
-if TYPE_CHECKING:
-    from recovery.kafka.config import KafkaConfig
 
 
 @dataclass(frozen=True)
@@ -117,8 +116,6 @@ def prepare_run(
 
 def next_batch(conf: LedgerConf, kafka: KafkaConfig, topic: str) -> LedgerBatch:
     """The next run's range of ``topic``: [the ledger's offsets, the high watermark) per partition."""
-    from recovery.kafka.cluster import cluster_view
-
     state = read_ledger(conf)
     cluster = cluster_view(kafka, [topic])
     ranges = {tp: r for tp, r in cluster.partitions.items() if tp.topic == topic}
@@ -154,7 +151,7 @@ def _conditions(exc: BaseException) -> list[str]:
     this module does not import pyspark)."""
     found: list[str] = []
 
-    def condition(obj: Any) -> None:
+    def condition(obj: object) -> None:
         for name in ("getCondition", "getErrorClass"):
             method = getattr(obj, name, None)
             if callable(method):

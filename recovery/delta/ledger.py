@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from recovery.delta.ledger_batches import complete_batch, pending_batch
 from recovery.delta.ledger_conf import LedgerConf
@@ -23,12 +22,12 @@ from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState, P
 from recovery.delta.ledger_plan import plan_ledger_repair, with_pending
 from recovery.delta.ledger_table import append_rows, read_ledger
 from recovery.errors import LedgerGateFailed, LossBudgetExceeded
+from recovery.kafka.cluster import cluster_view, time_targets
+from recovery.kafka.config import KafkaConfig
+from recovery.kafka.groups import load_offsets_file
 from recovery.model import ClusterView, GateMode, Isolation, NoMatch, Policy, Strategy, TopicPartition
 from recovery.strategy import StrategyRequest, resolve_strategy
 from recovery.wording import describe_move
-
-if TYPE_CHECKING:
-    from recovery.kafka.config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +37,6 @@ def _now_us() -> int:
 
 
 def _cluster(kafka: KafkaConfig, state: LedgerState, isolation: Isolation) -> ClusterView:
-    from recovery.kafka.cluster import cluster_view
-
     return cluster_view(kafka, state.topics, isolation)
 
 
@@ -75,14 +72,6 @@ def find_pending(conf: LedgerConf, state: LedgerState) -> PendingBatch | None:
     return pending_batch(conf, conf.data_table, state)
 
 
-def _offsets_file(path: str) -> Mapping[TopicPartition, int]:
-    """``--from-file``: ``topic,partition,offset`` rows (kafka-consumer-groups ``--export``), read
-    strictly (``FILE:LINE: what is wrong``, exit 2; a FIFO or directory refused without blocking)."""
-    from recovery.kafka.groups import load_offsets_file
-
-    return load_offsets_file(path)
-
-
 def repair_ledger(
     conf: LedgerConf,
     kafka: KafkaConfig,
@@ -115,15 +104,13 @@ def repair_ledger(
             cluster.append(_cluster(kafka, with_pending(state, pending), isolation))
         return cluster[0]
 
-    def time_targets(timestamp_ms: int, no_match: NoMatch) -> Mapping[TopicPartition, int]:
-        from recovery.kafka.cluster import time_targets
-
+    def targets_at(timestamp_ms: int, no_match: NoMatch) -> Mapping[TopicPartition, int]:
         return time_targets(kafka, view().partitions, timestamp_ms, no_match, isolation)
 
     if isinstance(strategy, StrategyRequest):
         now = int(time.time() * 1000) if now_ms is None else now_ms
         strategy = resolve_strategy(
-            strategy, now_ms=now, time_targets=time_targets, file_targets=_offsets_file
+            strategy, now_ms=now, time_targets=targets_at, file_targets=load_offsets_file
         )
     ledger = plan_ledger_repair(
         state, view(), strategy, policy, now_us=_now_us(), isolation=isolation, pending=pending

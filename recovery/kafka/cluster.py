@@ -14,8 +14,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from recovery.errors import NoOffsetForTime
+from recovery.kafka._retry import Deadline
+from recovery.kafka.admin import admin_for, tp_key
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.values import PartitionOffsets
+from recovery.kafka.offsets import offsets_for_time
+from recovery.kafka.specs import TimeKind, TimeSpec
+from recovery.kafka.values import PartitionOffsets, TimeLookup
 from recovery.model import ClusterView, Isolation, NoMatch, TopicPartition, TopicSelection
 
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID in Kafka's base64 form
@@ -64,8 +68,6 @@ def _read_cluster(
     isolation: Isolation,
     times: Mapping[int, Iterable[TopicPartition]],
 ) -> tuple[ClusterView, dict[TopicPartition, int], Mapping[int, Mapping[TopicPartition, int | None]]]:
-    from recovery.kafka.admin import admin_for
-
     admin = admin_for(kafka)
     infos = {name: info for name, info in admin.describe(sorted(set(topics))).items() if info is not None}
     tps = [TopicPartition(name, p) for name, info in sorted(infos.items()) for p in range(info.partitions)]
@@ -90,10 +92,6 @@ def time_targets(
 
     One ListOffsets request per broker for the time, and one for the ``no_match`` fallback (log
     start, or the end for ``isolation``), sent together; no metadata request."""
-    from recovery.kafka._retry import Deadline
-    from recovery.kafka.admin import admin_for, tp_key
-    from recovery.kafka.specs import TimeKind, TimeSpec
-
     spec = TimeSpec(TimeKind.TIMESTAMP, timestamp_ms)
     queries = {"time": (spec, isolation)}
     if no_match is NoMatch.EARLIEST:
@@ -126,9 +124,6 @@ def _time_targets_checked(
     no_match: NoMatch,
     isolation: Isolation,
 ) -> Mapping[TopicPartition, int]:
-    from recovery.kafka.offsets import offsets_for_time
-    from recovery.kafka.values import TimeLookup
-
     found = offsets_for_time(kafka, partitions, timestamp_ms, no_match=no_match, isolation=isolation)
     return {tp: row.offset for tp, row in found.items() if isinstance(row, TimeLookup)}
 
@@ -158,16 +153,11 @@ def first_offsets_at_times(
     """:func:`first_offsets_at` for each ``T: partitions`` of ``times``, the lookups sent together
     (a partition without a leader is asked again until the config's timeout, then
     KafkaUnavailable)."""
-    from recovery.kafka._retry import Deadline
-    from recovery.kafka.admin import admin_for
-
     return admin_for(kafka).first_offsets(times, isolation, Deadline(kafka.timeout_s))
 
 
 def topics_matching(kafka: KafkaConfig, selection: TopicSelection) -> frozenset[str]:
     """The names of the cluster's topics that ``selection`` matches (internal ones only if named)."""
-    from recovery.kafka.admin import admin_for
-
     names = admin_for(kafka).topic_names()
     return frozenset(
         name for name, internal in names.items() if selection.matches_topic(name, internal=internal)

@@ -26,14 +26,19 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from recovery.errors import RecoveryError
 from recovery.kafka._errors import error_code, scrub
 from recovery.kafka._retry import Deadline
+from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
+from recovery.kafka.logdirs import partition_sizes
 from recovery.model import Isolation, TopicPartition
 from recovery.runway import RecordStamp, TopicRetention
+
+if TYPE_CHECKING:
+    from confluent_kafka import Message
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +103,6 @@ def runway_facts(
     }
     sizes: dict[TopicPartition, int | str] = {}
     if sized:
-        from recovery.kafka.logdirs import partition_sizes
-
         sizes = partition_sizes(kafka, sized)
     return RunwayFacts(retention, stamps, sizes)
 
@@ -116,8 +119,6 @@ def _ask_retention(
     :func:`topic_retention`'s."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import ConfigResource
-
-    from recovery.kafka.admin import admin_for
 
     names = sorted(set(topics))
     if not names:
@@ -251,7 +252,7 @@ def _one_round(
 
 
 def _take(
-    message: Any,
+    message: Message,
     pending: dict[TopicPartition, int],
     found: dict[tuple[TopicPartition, int], RecordStamp | str],
 ) -> TopicPartition | None:
@@ -277,7 +278,9 @@ def _take(
         found[(tp, position)] = reason
     else:
         _kind, ts = message.timestamp()
-        found[(tp, position)] = RecordStamp(int(message.offset()), int(ts))
+        offset = message.offset()
+        assert offset is not None  # librdkafka sets it on every record a consumer returns
+        found[(tp, position)] = RecordStamp(offset, ts)
     del pending[tp]
     return tp
 

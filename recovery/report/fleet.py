@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from recovery.checkpoint.restart import Level
 from recovery.errors import ExitCode
 from recovery.model import Finding, Verdict
+from recovery.report.findings import runway_cell
+from recovery.runway import shortest
 
 if TYPE_CHECKING:  # values only: this module reads their fields and imports neither pydantic nor threads
     from recovery.conf import ClusterConf, FleetConf, JobConf
@@ -91,9 +93,6 @@ def job_row(result: JobResult) -> dict[str, Any]:
 
 def job_runway(report: Report | None) -> dict[str, Any]:
     """``runway_s`` and ``runway`` of a job row (module docstring)."""
-    from recovery.report.findings import runway_cell
-    from recovery.runway import shortest
-
     if report is None or report.runway_at_ms is None:
         return {"runway_s": None, "runway": None}
     found = shortest(report.findings, report.runway_at_ms)
