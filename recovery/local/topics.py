@@ -6,13 +6,14 @@ Records are keyed and may carry a chosen CreateTime timestamp, so tests can plac
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from recovery.errors import RigError
 
@@ -55,8 +56,6 @@ def delete_topic(bootstrap: str, topic: str) -> None:
 
 
 def _wait_listed(client: AdminClient, topic: str, *, present: bool, seconds: float = 30.0) -> None:
-    import time
-
     deadline = time.monotonic() + seconds
     while (topic in client.list_topics(timeout=10).topics) != present:
         if time.monotonic() > deadline:
@@ -121,12 +120,63 @@ def offset_range(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
     """(log start offset, high watermark) of one partition, as a consumer sees them."""
     from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "stream-recovery-rig"})
+    # librdkafka's default is read_committed, which would answer the last stable offset
+    settings = {"bootstrap.servers": bootstrap, "group.id": "stream-recovery-rig"}
+    consumer = Consumer({**settings, "isolation.level": "read_uncommitted"})
     try:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
         return int(low), int(high)
     finally:
         consumer.close()
+
+
+def wait_for_markers(bootstrap: str, topic: str, partition: int, end: int, seconds: float = 30.0) -> None:
+    """Wait until ``topic [partition]`` ends at ``end`` with no transaction open in it: last stable
+    offset = high watermark = ``end``.
+
+    ``commit_transaction()`` and ``abort_transaction()`` return once the transaction coordinator has
+    logged the outcome; it writes the markers to the partitions after answering
+    (``TransactionCoordinator.endTransaction``: "respond to the client immediately and continue to
+    write the txn markers"). Until a marker is in, another producer's record can take its offset,
+    and a read sees a shorter log. Raises :class:`RigError` as soon as the log goes past ``end``,
+    or if it does not end there ``seconds`` after the call.
+
+    Example::
+
+        producer.commit_transaction(30)  # records 0..29, commit marker at 30
+        wait_for_markers(bootstrap, "orders", 0, 31)
+    """
+    tp = TopicPartition(topic, partition)
+    client = admin(bootstrap)
+    deadline = time.monotonic() + seconds
+    while True:
+        # The last stable offset first: it never passes the high watermark, and neither goes back,
+        # so if the high watermark read after it is also ``end``, both were ``end`` at once.
+        last_stable = _latest(client, tp, IsolationLevel.READ_COMMITTED)
+        high_watermark = _latest(client, tp, IsolationLevel.READ_UNCOMMITTED)
+        seen = f"high watermark {high_watermark}, last stable offset {last_stable}"
+        if high_watermark > end:
+            raise RigError(
+                f"{topic} [{partition}]: {seen}: the log went past {end}, its end with the markers"
+            )
+        if last_stable == high_watermark == end:
+            return
+        if time.monotonic() > deadline:
+            raise RigError(
+                f"{topic} [{partition}]: the transaction markers never came: {seconds:.0f} s on, "
+                f"{seen}, not both {end}"
+            )
+        time.sleep(0.01)
+
+
+def _latest(client: AdminClient, tp: TopicPartition, isolation: IsolationLevel) -> int:
+    """ListOffsets "latest": the high watermark, or under read_committed the last stable offset."""
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # its factories are untyped
+    futures = client.list_offsets({tp: latest}, isolation_level=isolation, request_timeout=10)
+    try:
+        return int(futures[tp].result(timeout=30).offset)
+    except KafkaException as exc:
+        raise RigError(f"list offsets {tp.topic} [{tp.partition}]: {exc}") from exc
 
 
 def delete_records(bootstrap: str, topic: str, before: Mapping[int, int]) -> None:

@@ -158,9 +158,10 @@ def test_recreated_with_more_records_and_no_recorded_ids_is_told_by_timestamps(
     assert len(j.rows()) == len(before) + 160
 
 
-def transaction(bootstrap: str, topic: str, txn_id: str, count: int, *, end: str | None) -> Producer:
-    """``count`` records to partition 0 in one transaction, then ``end``: "commit", "abort" or None
-    (left open: the caller ends it)."""
+def transaction(bootstrap: str, topic: str, txn_id: str, count: int, *, at: int, end: str | None) -> Producer:
+    """``count`` records to partition 0 in one transaction, from offset ``at``, then ``end``:
+    "commit", "abort" or None (left open: the caller ends it). A commit or abort returns once its
+    marker (at ``at + count``) is in the log, so what is written next comes after it."""
     # A long transaction timeout: the broker aborts a transaction open longer (librdkafka's default
     # is 60 s, shorter than a few Spark runs on this machine).
     producer = Producer(
@@ -177,6 +178,8 @@ def transaction(bootstrap: str, topic: str, txn_id: str, count: int, *, end: str
         producer.abort_transaction(30)
     else:
         producer.flush(30)
+        return producer
+    topics.wait_for_markers(bootstrap, topic, 0, at + count + 1)
     return producer
 
 
@@ -187,8 +190,8 @@ def table_output(j: Job, *args: str) -> str:
 
 def test_an_open_transaction_past_the_position_is_waited_for_not_skipped(job, new_topic, bootstrap) -> None:
     topic = new_topic(1)
-    transaction(bootstrap, topic, f"{topic}-a", 30, end="commit")  # 0..29, marker 30
-    still_open = transaction(bootstrap, topic, f"{topic}-b", 20, end=None)  # 31..50 open: LSO 31
+    transaction(bootstrap, topic, f"{topic}-a", 30, at=0, end="commit")  # 0..29, marker 30
+    still_open = transaction(bootstrap, topic, f"{topic}-b", 20, at=31, end=None)  # 31..50 open: LSO 31
     # The query read up to the high watermark (51) without read_committed, then was switched to it.
     j = job(topic)
     j.run()
@@ -214,6 +217,8 @@ def test_an_open_transaction_past_the_position_is_waited_for_not_skipped(job, ne
         assert len(j.rows()) == 50
     finally:
         still_open.commit_transaction(30)
+    # Until the commit marker is in, the last stable offset stays 31 and the run reads nothing.
+    topics.wait_for_markers(bootstrap, topic, 0, 52)
     j.run()
     rows = j.rows()
     # The 20 records read before the switch are read again once committed, as the advice says.
@@ -223,12 +228,12 @@ def test_an_open_transaction_past_the_position_is_waited_for_not_skipped(job, ne
 
 def test_read_committed_loss_is_an_upper_bound_and_holds_on_the_rig(job, new_topic, bootstrap) -> None:
     topic = new_topic(1)
-    transaction(bootstrap, topic, f"{topic}-a", 10, end="commit")  # 0..9, marker 10
+    transaction(bootstrap, topic, f"{topic}-a", 10, at=0, end="commit")  # 0..9, marker 10
     j = job(topic, **{"kafka.isolation.level": "read_committed"})
     j.run()  # position 11
-    transaction(bootstrap, topic, f"{topic}-b", 10, end="abort")  # 11..20 aborted, marker 21
-    transaction(bootstrap, topic, f"{topic}-c", 10, end="commit")  # 22..31, marker 32
-    transaction(bootstrap, topic, f"{topic}-d", 5, end="commit")  # 33..37, marker 38
+    transaction(bootstrap, topic, f"{topic}-b", 10, at=11, end="abort")  # 11..20 aborted, marker 21
+    transaction(bootstrap, topic, f"{topic}-c", 10, at=22, end="commit")  # 22..31, marker 32
+    transaction(bootstrap, topic, f"{topic}-d", 5, at=33, end="commit")  # 33..37, marker 38
     topics.delete_records(bootstrap, topic, {0: 30})  # offsets 11..29 gone: 8 committed records
     produced, really_lost = 25, 8
 
@@ -260,8 +265,8 @@ def test_read_committed_loss_is_an_upper_bound_and_holds_on_the_rig(job, new_top
 
 def test_an_open_transaction_after_spark_failed_once_is_still_waited_for(job, new_topic, bootstrap) -> None:
     topic = new_topic(1)
-    transaction(bootstrap, topic, f"{topic}-a", 30, end="commit")  # 0..29, marker 30
-    still_open = transaction(bootstrap, topic, f"{topic}-b", 20, end=None)  # 31..50 open: LSO 31
+    transaction(bootstrap, topic, f"{topic}-a", 30, at=0, end="commit")  # 0..29, marker 30
+    still_open = transaction(bootstrap, topic, f"{topic}-b", 20, at=31, end=None)  # 31..50 open: LSO 31
     j = job(topic)
     j.run()  # position 51, read without read_committed
     j.options = {"kafka.isolation.level": "read_committed"}
@@ -283,6 +288,9 @@ def test_an_open_transaction_after_spark_failed_once_is_still_waited_for(job, ne
         assert len(j.rows()) == 50
     finally:
         still_open.abort_transaction(30)
+    # Until the abort marker is in, the last stable offset stays 31: the run would not pass the
+    # aborted records at all, and the check below would hold without testing anything.
+    topics.wait_for_markers(bootstrap, topic, 0, 52)
     j.run()  # aborted: nothing of it is ever delivered, nothing twice
     rows = j.rows()
     assert len(rows) == len(set(rows)) == 50

@@ -203,6 +203,8 @@ def test_read_committed_judges_against_the_last_stable_offset(job, new_topic, bo
     for i in range(30):
         committed.produce(topic, key=f"k{i}", value="v", partition=0)
     committed.commit_transaction(30)  # offsets 0..29, commit marker at 30
+    # Until the marker is in, the last stable offset is 0 and the query would read nothing.
+    topics.wait_for_markers(bootstrap, topic, 0, 31)
     j = job(topic, **{"kafka.isolation.level": "read_committed"})
     j.run()  # position 31 (past the marker)
 
@@ -214,6 +216,8 @@ def test_read_committed_judges_against_the_last_stable_offset(job, new_topic, bo
     for i in range(20):
         again.produce(topic, key=f"r{i}", value="v", partition=0, timestamp=later)
     again.commit_transaction(30)  # 0..19, marker 20: LSO 21
+    # Another producer's records could otherwise take offset 20, before the commit marker.
+    topics.wait_for_markers(bootstrap, topic, 0, 21)
     still_open = topics.transactional_producer(bootstrap, f"{topic}-c")
     still_open.begin_transaction()
     for i in range(20):

@@ -148,6 +148,8 @@ def test_transactions_last_stable_offset_below_high_watermark(
         committer.produce(topic, key=b"a", value=b"aborted-%d" % i, partition=0)
     committer.flush(30)  # on the broker before the abort, so they take offsets 4-5
     committer.abort_transaction(30)  # abort marker at 6
+    # Another producer's record could otherwise take offset 6, before the abort marker.
+    topics.wait_for_markers(kafka.bootstrap_servers, topic, 0, 7)
     opener = transactional(f"{topic}-open")
     opener.begin_transaction()
     opener.produce(topic, key=b"o", value=b"open", partition=0)

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from recovery.errors import KafkaError, KafkaUnavailable
-from recovery.kafka import LogReader, PartitionOffsets, offset_ranges
+from recovery.kafka import LogReader
 from recovery.kafka._retry import Deadline
 from recovery.kafka._shared_read import OFFSETS_PER_PROCESS, Helper, ReadState, groups, worth, worth_sharing
 from recovery.kafka.config import KafkaConfig
@@ -30,23 +30,6 @@ def waiting_helper(config: KafkaConfig, topic: str, deadline: Deadline) -> Helpe
     """A helper reading [0] of an empty ``topic`` up to an end of 5, which never comes."""
     waiting = [ReadState(TopicPartition(topic, 0), 0, 5, 0)]
     return Helper.start(config, Isolation.READ_UNCOMMITTED, waiting, deadline, progress=False)
-
-
-def wait_for_markers(kafka: KafkaConfig, tp: TopicPartition, end: int) -> None:
-    """Wait until ``tp`` ends at ``end`` with no transaction open: high watermark = last stable
-    offset = ``end``. ``commit_transaction()`` and ``abort_transaction()`` return once the transaction
-    coordinator has logged the outcome; it writes the markers to the partitions after answering
-    (``TransactionCoordinator.endTransaction``: "respond to the client immediately and continue to
-    write the txn markers"), so the log may still grow by the marker after they return."""
-    deadline = time.monotonic() + 30
-    while True:
-        offsets = offset_ranges(kafka, [tp], Isolation.READ_COMMITTED)[tp]
-        assert isinstance(offsets, PartitionOffsets), offsets
-        assert offsets.high_watermark <= end, offsets
-        if offsets.high_watermark == offsets.last_stable == end:
-            return
-        assert time.monotonic() < deadline, f"{tp}: the transaction markers never came ({offsets})"
-        time.sleep(0.01)
 
 
 # -- the split (pure) -----------------------------------------------------------------------------
@@ -119,7 +102,7 @@ def test_a_shared_read_agrees_with_a_read_in_one_process(
     producer.abort_transaction(30)
     # [0]: 100 records, 1 committed + marker, 1 aborted + marker. Both reads must see one log: a
     # marker written between them would end the second read one offset further.
-    wait_for_markers(kafka, TopicPartition(topic, 0), 104)
+    topics.wait_for_markers(kafka.bootstrap_servers, topic, 0, 104)
     starts: dict[TopicPartition, int | None] = {tp: None for tp in tps(topic, 4)}
     starts[TopicPartition(topic, 1)] = 40
 

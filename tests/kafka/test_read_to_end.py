@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,30 +12,13 @@ from confluent_kafka import Producer
 
 from recovery.cli import cli
 from recovery.errors import KafkaUnavailable, TopicNotFound
-from recovery.kafka import LogReader, PartitionOffsets, PartitionRead, offset_ranges, read_to_end
+from recovery.kafka import LogReader, PartitionRead, read_to_end
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
 from recovery.model import Isolation, OffsetRange, TopicPartition
 
 # Topics holding records with fixed, past timestamps keep them: the rig checks retention every second.
 KEEP = {"retention.ms": "-1"}
-
-
-def wait_for_markers(kafka: KafkaConfig, tp: TopicPartition, end: int) -> None:
-    """Wait until ``tp`` ends at ``end`` with no transaction open: high watermark = last stable
-    offset = ``end``. ``commit_transaction()`` and ``abort_transaction()`` return once the transaction
-    coordinator has logged the outcome; it writes the markers to the partitions after answering
-    (``TransactionCoordinator.endTransaction``: "respond to the client immediately and continue to
-    write the txn markers"), so the log may still grow by the marker after they return."""
-    deadline = time.monotonic() + 30
-    while True:
-        offsets = offset_ranges(kafka, [tp], Isolation.READ_COMMITTED)[tp]
-        assert isinstance(offsets, PartitionOffsets), offsets
-        assert offsets.high_watermark <= end, offsets
-        if offsets.high_watermark == offsets.last_stable == end:
-            return
-        assert time.monotonic() < deadline, f"{tp}: the transaction markers never came ({offsets})"
-        time.sleep(0.01)
 
 
 def transactions(kafka: KafkaConfig, topic: str, transactional: Callable[..., Producer]) -> None:
@@ -57,7 +39,7 @@ def transactions(kafka: KafkaConfig, topic: str, transactional: Callable[..., Pr
     producer.flush(30)
     producer.abort_transaction(30)
     # Another producer's record could otherwise take offset 6, before the abort marker.
-    wait_for_markers(kafka, TopicPartition(topic, 0), 7)
+    topics.wait_for_markers(kafka.bootstrap_servers, topic, 0, 7)
     opened = transactional(f"{topic}-open")
     opened.begin_transaction()
     opened.produce(topic, key=b"k", value=b"open", partition=0)

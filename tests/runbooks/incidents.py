@@ -236,11 +236,14 @@ def partitions_changed(spark: SparkSession, bootstrap: str, root: Path, topic: s
 
 
 class TransactionIncident(KafkaIncident):
-    """A transaction still open on the topic; the page may end it (``abort-open-transaction``)."""
+    """A transaction still open in ``topic [0]``; the page may end it (``abort-open-transaction``),
+    after which the partition ends at ``end`` (the abort marker in)."""
 
-    def __init__(self, job: Job, values: dict[str, str], producer: Producer) -> None:
+    def __init__(self, job: Job, values: dict[str, str], producer: Producer, topic: str, end: int) -> None:
         super().__init__(job, values)
         self.producer = producer
+        self.topic = topic
+        self.end = end
 
     def session(self) -> Session:
         session = super().session()
@@ -250,6 +253,9 @@ class TransactionIncident(KafkaIncident):
     def abort(self) -> None:
         self.producer.abort_transaction(30)
         self.asserted.append("the open transaction aborted")
+        # The page's next command judges the checkpoint against the last stable offset, which
+        # passes the position only once the abort marker is in the log.
+        topics.wait_for_markers(self.job.bootstrap, self.topic, 0, self.end)
 
 
 def read_committed(spark: SparkSession, bootstrap: str, root: Path, topic: str) -> Iterator[Incident]:
@@ -261,6 +267,8 @@ def read_committed(spark: SparkSession, bootstrap: str, root: Path, topic: str) 
     for i in range(30):
         committed.produce(topic, key=f"k{i}", value="v", partition=0)
     committed.commit_transaction(30)  # offsets 0..29, commit marker at 30: LSO 31
+    # Another producer's records could otherwise take offset 30, before the commit marker.
+    topics.wait_for_markers(bootstrap, topic, 0, 31)
     still_open = topics.transactional_producer(bootstrap, f"{topic}-b")
     still_open.begin_transaction()
     for i in range(20):
@@ -270,7 +278,7 @@ def read_committed(spark: SparkSession, bootstrap: str, root: Path, topic: str) 
     job.run()  # read_uncommitted: position 51, the open transaction's records read
     job.options = {"kafka.isolation.level": "read_committed"}  # then restarted read_committed
     stopped_long_ago(job.checkpoint)
-    incident = TransactionIncident(job, kafka_values(job, bootstrap, topic), still_open)
+    incident = TransactionIncident(job, kafka_values(job, bootstrap, topic), still_open, topic, end=52)
     try:
         yield incident
         # nothing read twice; the aborted records stay where read_uncommitted delivered them
