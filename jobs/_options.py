@@ -15,9 +15,9 @@ from typing import Any
 
 import click
 
+from recovery.core.model import GateMode, Policy
 from recovery.errors import ExitCode, RecoveryError
 from recovery.kafka.config import KafkaConfig
-from recovery.model import GateMode, Policy
 
 
 def kafka_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -36,9 +36,9 @@ from types import FrameType
 import click
 from _options import gate_options, kafka_options, run_job
 
+from recovery.core.model import GateMode, Isolation, Policy
 from recovery.gate import prestart_gate
 from recovery.kafka.config import KafkaConfig
-from recovery.model import GateMode, Isolation, Policy
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

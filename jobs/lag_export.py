@@ -31,9 +31,9 @@ import click
 from _options import kafka_options, run_job
 
 from recovery.api import checkpoint_lag
+from recovery.core.model import Isolation, OffsetRange, TopicPartition
+from recovery.core.plan import clamp
 from recovery.kafka.groups import set_group_offsets
-from recovery.model import Isolation, OffsetRange, TopicPartition
-from recovery.plan import clamp
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import click
 from _options import gate_options, kafka_options, run_job
 
+from recovery.core.model import GateMode, Policy, TopicPartition
 from recovery.delta.ingest import (
     concurrent_run_stop,
     confirm_written,
@@ -33,7 +34,6 @@ from recovery.delta.ingest import (
     prepare_run,
     record_batch,
 )
-from recovery.model import GateMode, Policy, TopicPartition
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,10 +1,10 @@
 """Use cases for a checkpoint's Kafka sources: read the checkpoint and the cluster into values,
-decide with :mod:`recovery.plan`, write through :mod:`recovery.apply`, return values that carry
+decide with :mod:`recovery.core.plan`, write through :mod:`recovery.apply`, return values that carry
 their own exit code.
 
-    validate_checkpoint(location, kafka)                 -> Report          (never writes)
-    plan_repair(location, kafka, strategy, policy)       -> Plan            (never writes)
-    repair_checkpoint(location, kafka, request, policy)  -> RepairResult    (dry run unless execute=True)
+    validate_checkpoint(location, kafka)                 -> ValidationReport  (never writes)
+    plan_repair(location, kafka, strategy, policy)       -> Plan              (never writes)
+    repair_checkpoint(location, kafka, request, policy)  -> RepairResult      (dry run unless execute=True)
     starting_offsets(kafka, checkpoint=... | group=... | timestamp_ms=...) -> StartingOffsets
     checkpoint_lag(location, kafka)                      -> tuple[PartitionLag, ...]
 """
@@ -18,20 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from recovery.checkpoint import Checkpoint, open_checkpoint
-from recovery.delta.api import delta_source_issues
-from recovery.delta.log import app_transaction_version
-from recovery.delta.model import SinkWarning
-from recovery.delta.sink import sink_warning
-from recovery.errors import InvalidInput, OffsetSpecError
-from recovery.kafka.admin import admin_for
-from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
-from recovery.kafka.config import KafkaConfig
-from recovery.kafka.groups import group_offsets, load_offsets_file
-from recovery.kafka.offsets import offsets_for_time
-from recovery.kafka.runway import RunwayReader
-from recovery.kafka.specs import check_timestamp_ms
-from recovery.kafka.values import MissingPartition
-from recovery.model import (
+from recovery.core.model import (
     DEFAULT_ACTIVE_WITHIN_S,
     CheckpointFile,
     ClusterView,
@@ -48,9 +35,29 @@ from recovery.model import (
     TopicPartition,
     TopicSelection,
 )
-from recovery.plan import assess, complete_starting_offsets, resolve_sink, resume_positions
-from recovery.plan import plan_repair as plan_from_values
-from recovery.results import PartitionLag, RepairResult, Report, StartingOffsets
+from recovery.core.plan import (
+    assess,
+    complete_starting_offsets,
+    decide_repair,
+    resolve_sink,
+    resume_positions,
+)
+from recovery.core.results import PartitionLag, RepairResult, StartingOffsets, ValidationReport
+from recovery.core.runway import apply_runway, wanted_positions
+from recovery.core.specs import check_timestamp_ms
+from recovery.core.strategy import StrategyRequest, resolve_strategy
+from recovery.delta.api import delta_source_issues
+from recovery.delta.log import app_transaction_version
+from recovery.delta.model import SinkWarning
+from recovery.delta.sink import sink_warning
+from recovery.errors import InvalidInput, OffsetSpecError
+from recovery.kafka.admin import admin_for
+from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
+from recovery.kafka.config import KafkaConfig
+from recovery.kafka.groups import group_offsets, load_offsets_file
+from recovery.kafka.offsets import offsets_for_time
+from recovery.kafka.runway_facts import RunwayReader
+from recovery.kafka.values import MissingPartition
 from recovery.resume import (
     checkpoint_topics,
     checkpoint_view,
@@ -59,14 +66,12 @@ from recovery.resume import (
     refuse_without_kafka_source,
     sink_facts,
 )
-from recovery.runway import apply_runway, wanted_positions
-from recovery.strategy import StrategyRequest, resolve_strategy
 
 __all__ = [
     "PartitionLag",
     "RepairResult",
-    "Report",
     "StartingOffsets",
+    "ValidationReport",
     "checkpoint_lag",
     "plan_repair",
     "repair_checkpoint",
@@ -88,7 +93,7 @@ def validate_checkpoint(
     runway: bool = True,
     runway_warn_s: float | None = None,
     delta_tables: Mapping[str, str] | None = None,
-) -> Report:
+) -> ValidationReport:
     """Compare the position a checkpoint resumes from with what Kafka holds now. Never writes.
     With ``sink`` (the query's Delta sink table), also say whether it would skip batches.
 
@@ -99,7 +104,7 @@ def validate_checkpoint(
     called healthy on its Kafka sources alone.
 
     With ``runway`` (default), each partition Spark resumes cleanly gets its retention runway
-    (:mod:`recovery.runway`: one DescribeConfigs and a one-record fetch per partition); with
+    (:mod:`recovery.core.runway`: one DescribeConfigs and a one-record fetch per partition); with
     ``runway_warn_s`` too, one whose runway is shorter becomes AT_RISK (exit 1).
 
     Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092"), runway_warn_s=6 * 3600)``
@@ -135,7 +140,7 @@ def validate_checkpoint(
     finally:
         if reader is not None:
             reader.close()
-    return Report(
+    return ValidationReport(
         chk.location,
         view.query_id,
         view.batch_id,
@@ -261,7 +266,7 @@ def _plan_from(
     refuse_without_kafka_source(chk, view)
     view = sink_facts(view, sink, storage_options)
     cluster = cluster_for(kafka, resolve_sink(view), isolation)
-    return replace(plan_from_values(view, cluster, strategy, policy), isolation=isolation)
+    return replace(decide_repair(view, cluster, strategy, policy), isolation=isolation)
 
 
 def _not_executed(
@@ -450,7 +455,7 @@ def starting_offsets(
         view = replace(view, sources=tuple(s for s in view.sources if s.source_id == chosen))
         names |= checkpoint_topics(view)
         cluster = _with_every_partition(cluster_for(kafka, view, isolation), kafka, names, isolation)
-        plan = plan_from_values(view, cluster, Strategy(on_beyond_end=on_beyond_end))
+        plan = decide_repair(view, cluster, Strategy(on_beyond_end=on_beyond_end))
         positions = {tp: offset for (_, tp), offset in resume_positions(plan).items()}
         warnings = _old_query_in_sink(sink, chk.query_id) if sink else ()
         completed = complete_starting_offsets(positions, cluster, names, "checkpoint")

@@ -35,13 +35,13 @@ from recovery.checkpoint import (
     rewrite_offsets,
 )
 from recovery.checkpoint.backup import backup_root, lists_backups, new_backup_id
+from recovery.checkpoint.heartbeat import refuse_if_in_use
 from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE, INTENT_FILE, RECOVERY_DIR
+from recovery.core.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, ClusterView, Plan, TopicPartition
+from recovery.core.plan import decide_repair, resolve_sink
 from recovery.delta.sink import refuse_sink_skip
 from recovery.errors import LossBudgetExceeded, PlanOutdated
-from recovery.heartbeat import refuse_if_in_use
 from recovery.kafka.config import KafkaConfig
-from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, ClusterView, Plan, TopicPartition
-from recovery.plan import plan_repair, resolve_sink
 from recovery.resume import checkpoint_view, cluster_for, sink_facts
 from recovery.topic_ids import TOPIC_IDS_FILE, record_topic_ids, topic_ids_file
 
@@ -111,7 +111,7 @@ def apply(
         view = sink_facts(view, plan.sink.table if plan.sink else None, storage_options)
         cluster = cluster_for(kafka, resolve_sink(view), plan.isolation)
         strategy, policy = plan.made_with or (None, None)
-        fresh = replace(plan_repair(view, cluster, strategy, policy), isolation=plan.isolation)
+        fresh = replace(decide_repair(view, cluster, strategy, policy), isolation=plan.isolation)
         if fresh.refused:
             raise LossBudgetExceeded(
                 f"{plan.checkpoint}: repair refused on offsets read just now: {fresh.refused}. "

@@ -33,6 +33,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from recovery.core.model import GateMode, Isolation
+from recovery.core.runway import parse_runway_warn
 from recovery.errors import ConfigError, OffsetSpecError
 from recovery.kafka.config import (
     DEFAULT_TIMEOUT_S,
@@ -41,8 +43,6 @@ from recovery.kafka.config import (
     is_secret,
     translate_java_properties,
 )
-from recovery.model import GateMode, Isolation
-from recovery.runway import parse_runway_warn
 
 log = logging.getLogger(__name__)
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from recovery.api import validate_checkpoint
 from recovery.conf import ClusterConf, FleetConf, JobConf, load_conf
+from recovery.core.model import Finding, Verdict
+from recovery.core.results import ValidationReport
 from recovery.errors import (
     CheckpointFormatError,
     ConfigError,
@@ -38,8 +40,6 @@ from recovery.errors import (
     RecoveryError,
 )
 from recovery.kafka.admin import admin_for
-from recovery.model import Finding, Verdict
-from recovery.results import Report
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class JobResult:
     """One job: the report of its checkpoint, or why there is none."""
 
     job: JobConf
-    report: Report | None = None
+    report: ValidationReport | None = None
     failure: JobFailure | None = None
 
     @property

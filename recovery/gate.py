@@ -22,13 +22,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from recovery.api import Report, plan_repair, validate_checkpoint
+from recovery.api import ValidationReport, plan_repair, validate_checkpoint
 from recovery.apply import apply
 from recovery.checkpoint import checkpoint_lock, open_checkpoint
 from recovery.checkpoint.store import Store
+from recovery.core.model import GateMode, Isolation, Policy, Strategy
 from recovery.errors import GateFailed
 from recovery.kafka.config import KafkaConfig
-from recovery.model import GateMode, Isolation, Policy, Strategy
 from recovery.report import describe_move, findings_text
 from recovery.topic_ids import record_topic_ids
 
@@ -49,7 +49,7 @@ def prestart_gate(
     storage_options: Mapping[str, Any] | None = None,
     sink: str | None = None,
     runway_warn_s: float | None = DEFAULT_GATE_RUNWAY_WARN_S,
-) -> Report | None:
+) -> ValidationReport | None:
     """Check (and in ``clamp`` mode repair) ``checkpoint`` before the query starts.
 
     Returns the report the query starts with, or None for a new query (no checkpoint yet).
@@ -109,7 +109,7 @@ def prestart_gate(
     )
 
 
-def _warn_runway(checkpoint: str, report: Report) -> None:
+def _warn_runway(checkpoint: str, report: ValidationReport) -> None:
     """AT_RISK partitions: a warning only; starting the query is what reads those records in time."""
     risky = report.at_risk
     if risky:

@@ -10,9 +10,9 @@ read from cron (``jobs/lag_export.py``) is stale between runs. Attached to the j
   and friends show the job's lag;
 * publishes lag (log end - ``endOffset``, per partition; one ListOffsets round for the log ends),
   records already deleted unread, rows/s and, at most every ``runway_interval_s``, the retention
-  runway and the age of the oldest unread record (:mod:`recovery.runway`) as Prometheus metrics
+  runway and the age of the oldest unread record (:mod:`recovery.core.runway`) as Prometheus metrics
   (its own ``CollectorRegistry``; an HTTP endpoint when asked) and one log line per batch;
-* keeps the checkpoint's heartbeat (:mod:`recovery.heartbeat`) on started, progress and idle
+* keeps the checkpoint's heartbeat (:mod:`recovery.checkpoint.heartbeat`) on started, progress and idle
   events, at most every ``interval_s`` so object stores are not flooded, and says ``terminated``
   when the query stops: the write path uses it to know the query is alive.
 
@@ -51,16 +51,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from recovery.checkpoint import format as fmt
+from recovery.checkpoint.heartbeat import write_heartbeat
 from recovery.checkpoint.store import Store
+from recovery.core.model import Isolation, OffsetRange, TopicPartition
+from recovery.core.runway import runway_of
 from recovery.errors import RecoveryError, mask_credentials
-from recovery.heartbeat import write_heartbeat
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import set_group_offsets
 from recovery.kafka.offsets import offset_ranges
-from recovery.kafka.runway import runway_facts
+from recovery.kafka.runway_facts import runway_facts
 from recovery.kafka.values import PartitionOffsets
-from recovery.model import Isolation, OffsetRange, TopicPartition
-from recovery.runway import runway_of
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -584,7 +584,7 @@ class QueryMonitor:
         g["progress_time"].labels(q).set_to_current_time()
 
     def _publish_runway(self, batch: BatchProgress, rows: Sequence[PartitionLagNow]) -> None:
-        """Retention runway and lag in time (recovery.runway): the timestamp of the first unread
+        """Retention runway and lag in time (recovery.core.runway): the timestamp of the first unread
         record (a one-record fetch per partition behind) plus the topic's retention.ms."""
         unread = [(r.tp, r.commit_offset) for r in rows if r.commit_offset < r.log_end]
         facts = runway_facts(self.kafka, unread, self.isolation)

@@ -1,5 +1,5 @@
 """Where each Kafka source of a checkpoint resumes: the checkpoint read into a
-:class:`~recovery.model.CheckpointView` for the planning core (spec §5.1-5.2).
+:class:`~recovery.core.model.CheckpointView` for the planning core (spec §5.1-5.2).
 
 After a committed batch N Spark starts batch N+1 from ``offsets/N``; an uncommitted batch N is
 re-run over its stored range [``offsets/N-1`` (or ``sources/<i>/0``), ``offsets/N``). A source whose
@@ -14,13 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
-from recovery.delta.log import app_transaction_version
-from recovery.errors import InvalidInput
-from recovery.kafka.admin import admin_for
-from recovery.kafka.cluster import cluster_with_times, first_offsets_at_times
-from recovery.kafka.config import KafkaConfig
-from recovery.kafka.specs import MAX_TIMESTAMP_MS
-from recovery.model import (
+from recovery.core.model import (
     CheckpointFile,
     CheckpointView,
     ClusterView,
@@ -29,6 +23,12 @@ from recovery.model import (
     SourcePosition,
     TopicPartition,
 )
+from recovery.core.specs import MAX_TIMESTAMP_MS
+from recovery.delta.log import app_transaction_version
+from recovery.errors import InvalidInput
+from recovery.kafka.admin import admin_for
+from recovery.kafka.cluster import cluster_with_times, first_offsets_at_times
+from recovery.kafka.config import KafkaConfig
 from recovery.topic_ids import read_topic_ids
 
 # A record's CreateTime comes from the producer's clock, the batch's time from the Spark driver's:

@@ -10,8 +10,7 @@ import pytest
 
 from recovery.apply import _healthy_topic_ids
 from recovery.checkpoint import open_checkpoint
-from recovery.kafka.specs import parse_topic_partitions
-from recovery.model import (
+from recovery.core.model import (
     CheckpointFile,
     CheckpointView,
     ClusterView,
@@ -20,7 +19,8 @@ from recovery.model import (
     Strategy,
     TopicPartition,
 )
-from recovery.plan import plan_repair
+from recovery.core.plan import decide_repair
+from recovery.core.specs import parse_topic_partitions
 from recovery.resume import checkpoint_view
 
 MS = 1795329069884  # batchTimestampMs: the records below a batch's offsets were in Kafka by then
@@ -104,7 +104,7 @@ def test_only_topics_left_healthy_get_their_id_recorded() -> None:
         "/chk", "q", 3, False, (SourcePosition("0", F("offsets/2"), {a0: 10, b0: 5}),), {"a": "old"}
     )
     cluster = ClusterView({a0: OffsetRange(0, 50), b0: OffsetRange(20, 30)}, {"a": "new", "b": "bee"})
-    plan = plan_repair(view, cluster, Strategy(scope=parse_topic_partitions("b")))
+    plan = decide_repair(view, cluster, Strategy(scope=parse_topic_partitions("b")))
     assert [m.tp for m in plan.moves] == [b0]
     assert _healthy_topic_ids(plan, cluster) == {"b": "bee"}
-    assert json.dumps(_healthy_topic_ids(plan_repair(view, cluster), cluster)) == '{"a": "new", "b": "bee"}'
+    assert json.dumps(_healthy_topic_ids(decide_repair(view, cluster), cluster)) == '{"a": "new", "b": "bee"}'

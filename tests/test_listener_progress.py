@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
+from recovery.core.model import TopicPartition
 from recovery.kafka.config import KafkaConfig
 from recovery.listener import PartitionLagNow, QueryMonitor, parse_kafka_offsets, parse_progress
-from recovery.model import TopicPartition
 
 # The shape of StreamingQueryProgress.json (Spark 4.2) for a query that unions two Kafka sources and
 # reads a rate source too; "orders" [0] is read by two sources.

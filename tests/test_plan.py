@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recovery.kafka.specs import parse_topic_partitions
-from recovery.model import (
+from recovery.core.model import (
     ADDED_NOT_FROM_ZERO,
     COULD_NOT_READ,
     OFFSET_CHANGED,
@@ -29,7 +28,8 @@ from recovery.model import (
     TopicPartition,
     Verdict,
 )
-from recovery.plan import assess, clamp, plan_repair
+from recovery.core.plan import assess, clamp, decide_repair
+from recovery.core.specs import parse_topic_partitions
 
 F = CheckpointFile.parse
 
@@ -146,7 +146,7 @@ def test_unreadable_offsets_are_transient() -> None:
 
 
 def test_offset_below_log_start_is_clamped_to_log_start() -> None:
-    plan = plan_repair(committed(p0=100), cluster((250, 900)))
+    plan = decide_repair(committed(p0=100), cluster((250, 900)))
     assert plan.moves == (
         Move("0", O0, Verdict.BELOW_LOG_START, old=100, new=250, lost=150, reason=plan.moves[0].reason),
     )
@@ -156,28 +156,28 @@ def test_offset_below_log_start_is_clamped_to_log_start() -> None:
 
 
 def test_offset_beyond_log_end_is_truncated_to_log_end_by_default() -> None:
-    plan = plan_repair(committed(p0=334), cluster((0, 10)))
+    plan = decide_repair(committed(p0=334), cluster((0, 10)))
     # Worst case counted: if the topic was recreated, its 10 records are never read.
     assert [(m.old, m.new, m.replayed, m.skipped) for m in plan.moves] == [(334, 10, 0, 10)]
 
 
 def test_truncating_to_the_log_end_counts_against_the_loss_budget() -> None:
-    plan = plan_repair(committed(p0=5000), cluster((100, 1000)), policy=Policy(max_loss_records=0))
+    plan = decide_repair(committed(p0=5000), cluster((100, 1000)), policy=Policy(max_loss_records=0))
     assert plan.refused == "the plan loses 900 records in all, over the budget of 0"
 
 
 def test_offset_beyond_log_end_can_reread_a_recreated_topic_from_earliest() -> None:
-    plan = plan_repair(committed(p0=334), cluster((0, 10)), Strategy(on_beyond_end=OnBeyondEnd.EARLIEST))
+    plan = decide_repair(committed(p0=334), cluster((0, 10)), Strategy(on_beyond_end=OnBeyondEnd.EARLIEST))
     assert [(m.old, m.new, m.replayed) for m in plan.moves] == [(334, 0, 10)]
 
 
 def test_healthy_partitions_are_left_alone_by_clamp() -> None:
-    plan = plan_repair(committed(p0=100, p1=3), cluster((250, 900), (0, 5)))
+    plan = decide_repair(committed(p0=100, p1=3), cluster((250, 900), (0, 5)))
     assert [c.tp for c in plan.changes] == [O0]
 
 
 def test_gone_partitions_are_dropped_and_new_ones_added_at_their_log_start() -> None:
-    plan = plan_repair(committed(p0=1, p2=3), cluster((0, 5), (9, 40)))
+    plan = decide_repair(committed(p0=1, p2=3), cluster((0, 5), (9, 40)))
     # Kafka never removes partitions: p2 gone means the topic was recreated, so p0 is re-read too
     assert sorted((c.tp.partition, c.old, c.new) for c in plan.changes) == [
         (0, 1, 0),
@@ -190,7 +190,7 @@ def test_gone_partitions_are_dropped_and_new_ones_added_at_their_log_start() -> 
 
 def test_uncommitted_batch_clamps_both_ends_monotonically() -> None:
     view = uncommitted(4, {O0: 100, O1: 10}, {O0: 180, O1: 60})
-    plan = plan_repair(view, cluster((150, 900), (0, 40)))
+    plan = decide_repair(view, cluster((150, 900), (0, 40)))
     assert set(plan.changes) == {
         OffsetChange(F("offsets/3"), "0", O0, 100, 150),
         OffsetChange(F("offsets/4"), "0", O1, 60, 40),
@@ -201,7 +201,7 @@ def test_uncommitted_batch_clamps_both_ends_monotonically() -> None:
 def test_moving_the_start_of_a_rerun_batch_back_empties_that_batch() -> None:
     """A sink that already committed batch N skips its re-run; widening N would lose the records."""
     view = uncommitted(7, {O0: 5000}, {O0: 5200})
-    plan = plan_repair(view, cluster((0, 900)), Strategy(on_beyond_end=OnBeyondEnd.EARLIEST))
+    plan = decide_repair(view, cluster((0, 900)), Strategy(on_beyond_end=OnBeyondEnd.EARLIEST))
     assert set(plan.changes) == {
         OffsetChange(F("offsets/6"), "0", O0, 5000, 0),
         OffsetChange(F("offsets/7"), "0", O0, 5200, 0),
@@ -212,7 +212,7 @@ def test_partition_only_in_a_rerun_batch_end_past_the_log_end_is_repaired() -> N
     view = uncommitted(3, {O0: 5}, {O0: 9, O1: 80})
     findings = assess(view, cluster((0, 10), (0, 50)))
     assert (findings[1].verdict, findings[1].spark_error) == (Verdict.NEW_PARTITION, COULD_NOT_READ)
-    plan = plan_repair(view, cluster((0, 10), (0, 50)))
+    plan = decide_repair(view, cluster((0, 10), (0, 50)))
     assert set(plan.changes) == {
         OffsetChange(F("offsets/2"), "0", O1, None, 0),
         OffsetChange(F("offsets/3"), "0", O1, 80, 0),
@@ -220,25 +220,25 @@ def test_partition_only_in_a_rerun_batch_end_past_the_log_end_is_repaired() -> N
 
 
 def test_dropping_every_partition_of_a_source_is_refused() -> None:
-    plan = plan_repair(committed(p0=1, p1=2), ClusterView({}))
+    plan = decide_repair(committed(p0=1, p1=2), ClusterView({}))
     assert plan.refused is not None and "every partition of source 0 would be dropped" in plan.refused
 
 
 def test_uncommitted_batch_zero_rewrites_the_initial_offsets_file() -> None:
-    plan = plan_repair(uncommitted(0, {O0: 0}, {O0: 50}), cluster((20, 90)))
+    plan = decide_repair(uncommitted(0, {O0: 0}, {O0: 50}), cluster((20, 90)))
     assert plan.changes == (OffsetChange(F("sources/0/0"), "0", O0, 0, 20),)
 
 
 def test_recreated_topic_is_reread_from_its_log_start_by_clamp() -> None:
     view = CheckpointView("/chk", "q", 8, False, committed(p0=30).sources, {"orders": "old"})
-    plan = plan_repair(view, cluster((0, 100), ids={"orders": "new"}))
+    plan = decide_repair(view, cluster((0, 100), ids={"orders": "new"}))
     assert [(m.verdict, m.old, m.new, m.replayed) for m in plan.moves] == [
         (Verdict.TOPIC_RECREATED, 30, 0, 30)
     ]
 
 
 def test_transient_offsets_refuse_the_repair() -> None:
-    plan = plan_repair(committed(p0=5), ClusterView({}, unavailable=frozenset({O0})))
+    plan = decide_repair(committed(p0=5), ClusterView({}, unavailable=frozenset({O0})))
     assert plan.refused == "offsets of orders [0] could not be read now; retry before repairing"
 
 
@@ -259,19 +259,19 @@ def test_transient_offsets_refuse_the_repair() -> None:
     ids=["earliest", "latest", "shift-back", "shift-forward", "to-offset", "to-datetime", "from-file"],
 )
 def test_reset_strategies_clamp_into_the_log(strategy: Strategy, expected: list[tuple[int, int]]) -> None:
-    plan = plan_repair(committed(p0=100, p1=30), cluster((50, 200), (0, 40)), strategy)
+    plan = decide_repair(committed(p0=100, p1=30), cluster((50, 200), (0, 40)), strategy)
     assert [(m.old, m.new) for m in plan.moves] == expected
 
 
 def test_scope_limits_the_partitions_that_move() -> None:
     strategy = Strategy(StrategyKind.LATEST, scope=parse_topic_partitions("orders:1"))
-    plan = plan_repair(committed(p0=100, p1=30), cluster((50, 200), (0, 40)), strategy)
+    plan = decide_repair(committed(p0=100, p1=30), cluster((50, 200), (0, 40)), strategy)
     assert [m.tp for m in plan.moves] == [O1]
 
 
 def test_moving_forward_counts_skipped_records_and_moving_back_counts_replayed() -> None:
-    forward = plan_repair(committed(p0=100), cluster((50, 200)), Strategy(StrategyKind.LATEST))
-    back = plan_repair(committed(p0=100), cluster((50, 200)), Strategy(StrategyKind.EARLIEST))
+    forward = decide_repair(committed(p0=100), cluster((50, 200)), Strategy(StrategyKind.LATEST))
+    back = decide_repair(committed(p0=100), cluster((50, 200)), Strategy(StrategyKind.EARLIEST))
     assert (forward.skipped, forward.replayed, back.skipped, back.replayed) == (100, 0, 0, 50)
 
 
@@ -279,7 +279,7 @@ def test_moving_forward_counts_skipped_records_and_moving_back_counts_replayed()
 
 
 def test_loss_budget_total_refuses_the_plan() -> None:
-    plan = plan_repair(
+    plan = decide_repair(
         committed(p0=100, p1=0), cluster((250, 900), (40, 50)), policy=Policy(max_loss_records=100)
     )
     assert plan.refused == "the plan loses 190 records in all, over the budget of 100"
@@ -287,12 +287,12 @@ def test_loss_budget_total_refuses_the_plan() -> None:
 
 def test_loss_budget_per_partition_names_the_partitions() -> None:
     policy = Policy(max_loss_per_partition=100)
-    plan = plan_repair(committed(p0=100, p1=0), cluster((250, 900), (40, 50)), policy=policy)
+    plan = decide_repair(committed(p0=100, p1=0), cluster((250, 900), (40, 50)), policy=policy)
     assert plan.refused == "the plan loses more than 100 records in orders [0] 150"
 
 
 def test_loss_within_budget_is_allowed() -> None:
-    plan = plan_repair(committed(p0=100), cluster((250, 900)), policy=Policy(150, 150))
+    plan = decide_repair(committed(p0=100), cluster((250, 900)), policy=Policy(150, 150))
     assert plan.refused is None
 
 
@@ -303,7 +303,7 @@ ranges = st.tuples(st.integers(0, 1000), st.integers(0, 1000)).map(lambda t: Off
 
 @given(position=st.integers(0, 2000), available=ranges)
 def test_clamp_always_lands_inside_the_log(position: int, available: OffsetRange) -> None:
-    plan = plan_repair(committed(p0=position), ClusterView({O0: available}))
+    plan = decide_repair(committed(p0=position), ClusterView({O0: available}))
     final = next((c.new for c in plan.changes), position)
     assert final is not None and available.start <= final <= available.end
     assert plan.lost == max(0, available.start - position)
@@ -311,7 +311,7 @@ def test_clamp_always_lands_inside_the_log(position: int, available: OffsetRange
 
 @given(start=st.integers(0, 2000), size=st.integers(0, 500), available=ranges)
 def test_rerun_batch_never_ends_before_it_starts(start: int, size: int, available: OffsetRange) -> None:
-    plan = plan_repair(uncommitted(5, {O0: start}, {O0: start + size}), ClusterView({O0: available}))
+    plan = decide_repair(uncommitted(5, {O0: start}, {O0: start + size}), ClusterView({O0: available}))
     values = {"offsets/4": start, "offsets/5": start + size}
     for change in plan.changes:
         assert change.new is not None
@@ -323,7 +323,7 @@ def test_rerun_batch_never_ends_before_it_starts(start: int, size: int, availabl
 def test_planning_core_imports_no_io() -> None:
     allowed = {"__future__", "collections", "dataclasses", "enum", "re", "typing", "recovery"}
     for module in ("plan.py", "model.py"):
-        tree = ast.parse((Path(__file__).parents[1] / "recovery" / module).read_text())
+        tree = ast.parse((Path(__file__).parents[1] / "recovery" / "core" / module).read_text())
         imported = {
             ((node.module or "") if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
             for node in ast.walk(tree)
@@ -338,7 +338,7 @@ def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
     # nothing else (this sample names every field, so a new one fails here first).
     from dataclasses import fields, replace
 
-    from recovery.model import Finding, Runway, rebuilt
+    from recovery.core.model import Finding, Runway, rebuilt
 
     sample = {
         "source_id": "1",
@@ -369,13 +369,13 @@ def test_every_rebuilt_finding_names_fields_that_exist() -> None:
     # every keyword of every rebuilt call in the planning core and the runway is checked here.
     from dataclasses import fields
 
-    import recovery.plan
-    import recovery.runway
-    from recovery.model import Finding
+    import recovery.core.plan
+    import recovery.core.runway
+    from recovery.core.model import Finding
 
     calls = [
         node
-        for module in (recovery.plan, recovery.runway)
+        for module in (recovery.core.plan, recovery.core.runway)
         for node in ast.walk(ast.parse(Path(module.__file__ or "").read_text()))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "rebuilt"
     ]
@@ -390,7 +390,7 @@ def test_moves_and_changes_built_without_init_are_whole() -> None:
     from dataclasses import fields
 
     view = uncommitted(3, {O0: 300, O1: 2}, {O0: 334, O1: 9})
-    plan = plan_repair(view, cluster((0, 10), (5, 20)))
+    plan = decide_repair(view, cluster((0, 10), (5, 20)))
     assert plan.moves and len(plan.changes) >= 2
     for made, cls in [*((m, Move) for m in plan.moves), *((c, OffsetChange) for c in plan.changes)]:
         assert list(vars(made)) == [field.name for field in fields(cls)]

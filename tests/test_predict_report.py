@@ -9,8 +9,7 @@ import pytest
 
 from recovery.api import _with_loss
 from recovery.checkpoint import open_checkpoint
-from recovery.errors import InvalidInput
-from recovery.model import (
+from recovery.core.model import (
     CheckpointFile,
     CheckpointView,
     ClusterView,
@@ -21,9 +20,10 @@ from recovery.model import (
     TopicPartition,
     Verdict,
 )
-from recovery.plan import assess, complete_starting_offsets, plan_repair, resume_positions
+from recovery.core.plan import assess, complete_starting_offsets, decide_repair, resume_positions
+from recovery.core.results import PartitionLag, RepairResult, ValidationReport
+from recovery.errors import InvalidInput
 from recovery.report.findings import finding_rows, repair_notes, report_notes
-from recovery.results import PartitionLag, RepairResult, Report
 from recovery.resume import checkpoint_view, refuse_without_kafka_source
 
 T0 = TopicPartition("t", 0)
@@ -42,13 +42,13 @@ def test_read_committed_loss_reads_at_most_in_tables_and_flags_json() -> None:
     (table_row,) = finding_rows(findings, table=True)
     assert (json_row["records_lost"], json_row["records_lost_upper_bound"]) == (27, True)
     assert table_row["records_lost"] == "at most 27"
-    notes = repair_notes(RepairResult(plan_repair(view(100), now), executed=False))
+    notes = repair_notes(RepairResult(decide_repair(view(100), now), executed=False))
     assert "at most 27 records lost" in notes[-2]
 
 
 def test_healthy_without_recorded_ids_says_it_cannot_tell() -> None:
     findings = assess(view(100), ClusterView({T0: OffsetRange(0, 150)}))
-    report = Report("/chk", "q", 1, False, Isolation.READ_UNCOMMITTED, findings)
+    report = ValidationReport("/chk", "q", 1, False, Isolation.READ_UNCOMMITTED, findings)
     lines = report_notes(report)
     assert "topic ids never recorded for t" in lines[0]
     assert lines[-1] == "healthy as far as can be told (see the notes above)"
@@ -57,13 +57,13 @@ def test_healthy_without_recorded_ids_says_it_cannot_tell() -> None:
 
 def test_starting_offsets_from_a_checkpoint_show_the_loss_of_moving_to_the_log_start() -> None:
     now = ClusterView({T0: OffsetRange(110, 130)})
-    plan = plan_repair(view(100), now)
+    plan = decide_repair(view(100), now)
     positions = {tp: o for (_, tp), o in resume_positions(plan).items()}
     (row,) = _with_loss(complete_starting_offsets(positions, now, {"t"}, "checkpoint"), plan)
     assert (row.offset, row.lost, row.skipped) == (110, 10, 0)
     assert "checkpoint position 100: 10 records lost" in row.note
     untouched = StartingOffset(T0, 120, "checkpoint")
-    assert _with_loss((untouched,), plan_repair(view(120), now)) == (untouched,)
+    assert _with_loss((untouched,), decide_repair(view(120), now)) == (untouched,)
 
 
 def test_lag_is_from_the_position_as_it_is_with_the_loss_beside_it() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from recovery.model import (
+from recovery.core.model import (
     COULD_NOT_READ,
     OFFSET_CHANGED,
     PARTITIONS_DELETED,
@@ -20,7 +20,7 @@ from recovery.model import (
     TopicPartition,
     Verdict,
 )
-from recovery.plan import assess, plan_repair
+from recovery.core.plan import assess, decide_repair
 
 F = CheckpointFile.parse
 T = "orders"
@@ -81,7 +81,9 @@ def test_fewer_partitions_with_more_records_is_not_ok_and_counts_the_skipped_rec
 
 
 def test_a_loss_budget_of_zero_refuses_a_recreated_topic() -> None:
-    plan = plan_repair(committed(0, 20, 20, 20), cluster((0, 40), (0, 40)), policy=Policy(max_loss_records=0))
+    plan = decide_repair(
+        committed(0, 20, 20, 20), cluster((0, 40), (0, 40)), policy=Policy(max_loss_records=0)
+    )
     assert plan.refused and "recreated" in plan.refused
     assert plan.lost_unknown
     assert [(m.tp.partition, m.old, m.new) for m in plan.moves] == [(0, 20, 0), (1, 20, 0), (2, 20, None)]
@@ -114,7 +116,7 @@ def test_beyond_log_end_counts_the_records_now_in_the_partition_as_skipped() -> 
     view, now = committed(0, 100, 100, 100), cluster((0, 10), (0, 10), (0, 10))
     findings = assess(view, now)
     assert [f.silently_skipped for f in findings] == [10, 10, 10]
-    assert plan_repair(view, now).skipped == 30  # clamp to the log end skips the same records
+    assert decide_repair(view, now).skipped == 30  # clamp to the log end skips the same records
 
 
 # -- idempotent sinks ---------------------------------------------------------------------------
@@ -132,7 +134,7 @@ def test_a_sink_holding_the_rerun_batch_counts_only_records_never_read() -> None
     view = uncommitted(1, [100], [120], sink=SinkFacts("/sink", committed_batch=1))
     (f,) = assess(view, cluster((139, 150)))
     assert (f.verdict, f.records_lost, f.spark_error) == (Verdict.BELOW_LOG_START, 19, COULD_NOT_READ)
-    plan = plan_repair(view, cluster((139, 150)))
+    plan = decide_repair(view, cluster((139, 150)))
     assert plan.lost == 19
     assert [(str(c.file), c.old, c.new) for c in plan.changes] == [("offsets/1", 120, 139)]
     assert (plan.batch_id, plan.rerun, plan.sink_skips_batch) == (1, True, 1)
@@ -170,7 +172,7 @@ def test_position_within_an_open_transaction() -> None:
         0,
     )
     assert "abort" in f.detail and f.needs_action
-    plan = plan_repair(committed(0, 100), now)
+    plan = decide_repair(committed(0, 100), now)
     (m,) = plan.moves
     assert (m.old, m.new, m.lost, m.skipped, m.replayed) == (100, 90, 0, 0, 10)
 

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 import pytest
 
+from recovery.core.model import NoMatch, OnBeyondEnd, Strategy, StrategyKind, TopicPartition
+from recovery.core.strategy import StrategyRequest, parse_datetime_ms, parse_duration_ms, resolve_strategy
 from recovery.errors import OffsetSpecError
-from recovery.model import NoMatch, OnBeyondEnd, Strategy, StrategyKind, TopicPartition
-from recovery.strategy import StrategyRequest, parse_datetime_ms, parse_duration_ms, resolve_strategy
 
 O0 = TopicPartition("orders", 0)
 NOW = 1_795_000_000_000

@@ -28,15 +28,11 @@ PACKAGE = ROOT / "recovery"
 # The pure core. Globs are relative to the repository; a listed module that disappears fails
 # test_every_listed_pure_module_exists (rename it here).
 PURE = (
-    "recovery/model.py",
-    "recovery/plan.py",
-    "recovery/strategy.py",
+    "recovery/core/*.py",
     "recovery/errors.py",
     "recovery/report/*.py",
     "recovery/checkpoint/format.py",
     "recovery/checkpoint/crc.py",
-    "recovery/checkpoint/restart.py",
-    "recovery/kafka/specs.py",
     "recovery/delta/model.py",
     "recovery/delta/source.py",
     "recovery/delta/ledger_model.py",
@@ -129,7 +125,7 @@ HEAVY = (
 
 
 def module_name(path: Path) -> str:
-    """``recovery/kafka/specs.py`` -> ``recovery.kafka.specs``."""
+    """``recovery/core/specs.py`` -> ``recovery.core.specs``."""
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -242,7 +238,7 @@ def test_the_purity_check_catches_what_it_must() -> None:
         "from __future__ import annotations\n"
         "import json, os\n"  # 2: os
         "from typing import TYPE_CHECKING\n"
-        "from recovery.model import TopicPartition\n"
+        "from recovery.core.model import TopicPartition\n"
         "from recovery import api\n"  # 5: recovery.api
         "if TYPE_CHECKING:\n"
         "    import fsspec\n"
@@ -372,6 +368,54 @@ def test_the_package_has_no_import_circle() -> None:
     )
 
 
+def room(module: str) -> str:
+    """The part of the house a module belongs to: its subpackage (``recovery.kafka``), or itself
+    for a module directly under ``recovery/`` (``recovery.api``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or _is_package(module) else module
+
+
+def room_graph(graph: Graph) -> dict[str, dict[str, tuple[str, str]]]:
+    """{room: {room it imports: one (module, imported module) pair that does it}}; the package's own
+    ``__init__`` (the public API, re-exporting everything) is no room."""
+    rooms: dict[str, dict[str, tuple[str, str]]] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = room(module), room(target)
+            if a != b and "recovery" not in (a, b):
+                rooms.setdefault(a, {}).setdefault(b, (module, target))
+    return rooms
+
+
+def test_no_import_runs_back_up_between_the_parts_of_the_package() -> None:
+    """The layers a reader sees: errors, the pure core, the edges (checkpoint, kafka, delta), the
+    use cases, report, cli, local. No circle between folders and top-level modules either."""
+    rooms = room_graph(import_graph())
+    found = cycles(rooms)
+    described = (
+        "  "
+        + " -> ".join([*cycle, cycle[0]])
+        + "".join(
+            f"\n    {rooms[a][b][0]} imports {rooms[a][b][1]}"
+            for a, b in itertools.pairwise([*cycle, cycle[0]])
+        )
+        for cycle in found
+    )
+    assert not found, "imports that run back up between parts of recovery/:\n" + "\n".join(described)
+
+
+def test_the_core_imports_only_itself_and_the_errors() -> None:
+    graph = import_graph()
+    outside = [
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if room(module) == "recovery.core"
+        for target in targets
+        if room(target) not in ("recovery.core", "recovery.errors")
+    ]
+    assert not outside, "the core reaches out: " + "; ".join(outside)
+
+
 def test_the_cycle_finder_finds_every_cycle_and_nothing_else() -> None:
     graph = {
         "a": {"b"},
@@ -402,7 +446,7 @@ def test_the_import_graph_counts_what_runs() -> None:
         "def f() -> None:\n"
         "    from recovery.delta.ledger import ledger_gate\n"  # 9: inside a function
         "    from . import ledger_plan, source\n"  # 10: relative, two submodules
-        "    import recovery.model\n"  # 11
+        "    import recovery.core.model\n"  # 11
         "    from recovery.delta.probe import x\n"  # itself
     )
     assert imports_of_ours(source, "recovery.delta.probe") == {
@@ -411,7 +455,7 @@ def test_the_import_graph_counts_what_runs() -> None:
         "recovery.delta.ledger": (9,),
         "recovery.delta.ledger_plan": (10,),
         "recovery.delta.source": (10,),
-        "recovery.model": (11,),
+        "recovery.core.model": (11,),
     }
 
 
@@ -534,7 +578,7 @@ def test_the_lazy_import_finder_finds_what_runs_inside_functions() -> None:
         "from __future__ import annotations\n"
         "import importlib\n"
         "from typing import TYPE_CHECKING\n"
-        "from recovery.model import TopicPartition\n"
+        "from recovery.core.model import TopicPartition\n"
         "if TYPE_CHECKING:\n"
         "    from recovery.apply import Applied\n"
         "def f() -> None:\n"
@@ -542,23 +586,23 @@ def test_the_lazy_import_finder_finds_what_runs_inside_functions() -> None:
         "    from recovery.kafka.admin import admin_for\n"  # 9
         "    from . import source\n"  # 10: recovery.delta.source
         "    if TYPE_CHECKING:\n"
-        "        from recovery.plan import Plan\n"
+        "        from recovery.core.plan import Plan\n"
         "class Probe:\n"
         "    def method(self) -> None:\n"
         "        def inner() -> None:\n"
-        "            import recovery.model\n"  # 16
+        "            import recovery.core.model\n"  # 16
         "        importlib.import_module(self.name)\n"  # 17
         "load = lambda name: __import__(name)\n"  # 18
     )
     assert lazy_imports_of_ours(source, "recovery.delta.probe") == [
         (9, "recovery.kafka.admin"),
         (10, "recovery.delta.source"),
-        (16, "recovery.model"),
+        (16, "recovery.core.model"),
         (17, BY_NAME),
         (18, BY_NAME),
     ]
     assert _allowed_by("recovery/api.py", "recovery.apply") == [("recovery/api.py", "recovery.apply")]
-    assert _allowed_by("recovery/api.py", "recovery.plan") == []
+    assert _allowed_by("recovery/api.py", "recovery.core.plan") == []
     assert _allowed_by("recovery/cli/repair.py", BY_NAME) == []
 
 

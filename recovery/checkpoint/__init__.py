@@ -2,7 +2,7 @@
 
 * :mod:`~recovery.checkpoint.format`  bytes <-> frozen values (pure)
 * :mod:`~recovery.checkpoint.crc`     Hadoop ``.crc`` side files (pure)
-* :mod:`~recovery.checkpoint.restart` what Spark does on restart (pure)
+* :mod:`~recovery.core.restart` what Spark does on restart (pure)
 * :mod:`~recovery.checkpoint.store`   fsspec IO: listing, reading, atomic replacement
 * :mod:`~recovery.checkpoint.reader`  :func:`open_checkpoint` -> :class:`Checkpoint`
 * :mod:`~recovery.checkpoint.recovery_dir` the names of the toolkit's own files under ``_recovery/``
@@ -61,13 +61,6 @@ if TYPE_CHECKING:  # the real names, for type checkers and editors
         FileRead,
         open_checkpoint,
     )
-    from recovery.checkpoint.restart import (
-        Issue,
-        Level,
-        NextRun,
-        RestartState,
-        plan_restart,
-    )
     from recovery.checkpoint.rewrite import (
         FileChange,
         RestoreResult,
@@ -76,6 +69,13 @@ if TYPE_CHECKING:  # the real names, for type checkers and editors
         plan_offset_rewrite,
         restore_backup,
         rewrite_offsets,
+    )
+    from recovery.core.restart import (
+        Issue,
+        Level,
+        NextRun,
+        RestartState,
+        plan_restart,
     )
 
 _EXPORTS = {
@@ -91,15 +91,15 @@ _EXPORTS = {
     "FileRead": "recovery.checkpoint.reader",
     "InitialOffsets": "recovery.checkpoint.format",
     "Interrupted": "recovery.checkpoint.intent",
-    "Issue": "recovery.checkpoint.restart",
+    "Issue": "recovery.core.restart",
     "KafkaOffsets": "recovery.checkpoint.format",
-    "Level": "recovery.checkpoint.restart",
+    "Level": "recovery.core.restart",
     "Lock": "recovery.checkpoint.intent",
-    "NextRun": "recovery.checkpoint.restart",
+    "NextRun": "recovery.core.restart",
     "OffsetLogEntry": "recovery.checkpoint.format",
     "OffsetSeqMetadata": "recovery.checkpoint.format",
     "RecoverResult": "recovery.checkpoint.intent",
-    "RestartState": "recovery.checkpoint.restart",
+    "RestartState": "recovery.core.restart",
     "RestoreResult": "recovery.checkpoint.rewrite",
     "RewritePlan": "recovery.checkpoint.rewrite",
     "SourceInfo": "recovery.checkpoint.inspect",
@@ -114,7 +114,7 @@ _EXPORTS = {
     "list_backups": "recovery.checkpoint.backup",
     "open_checkpoint": "recovery.checkpoint.reader",
     "plan_offset_rewrite": "recovery.checkpoint.rewrite",
-    "plan_restart": "recovery.checkpoint.restart",
+    "plan_restart": "recovery.core.restart",
     "read_interrupted": "recovery.checkpoint.intent",
     "recover_interrupted": "recovery.checkpoint.intent",
     "restore_backup": "recovery.checkpoint.rewrite",

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from recovery.core.model import TopicPartition
 from recovery.errors import CheckpointFormatError
-from recovery.model import TopicPartition
 
 # OffsetSeqLog.VERSION_1/VERSION_2 (Spark 4.2+ reads both); CommitLog max 3 (4.2+); the Kafka
 # initial-offset file (KafkaSourceInitialOffsetWriter.VERSION) is v1.

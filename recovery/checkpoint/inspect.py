@@ -16,10 +16,10 @@ from typing import Any
 from recovery.checkpoint.backup import BackupSet, incomplete_backups, list_backups, require_location
 from recovery.checkpoint.format import KafkaOffsets, OffsetSeqMetadata, SourceKind
 from recovery.checkpoint.reader import FileRead, open_checkpoint
-from recovery.checkpoint.restart import RestartState
 from recovery.checkpoint.store import Store
+from recovery.core.model import TopicPartition
+from recovery.core.restart import RestartState
 from recovery.errors import ExitCode
-from recovery.model import TopicPartition
 
 Offsets = tuple[tuple[TopicPartition, int], ...]
 

@@ -17,16 +17,16 @@ from recovery.checkpoint.crc import checksum_matches, crc_name, parse_checksum_f
 from recovery.checkpoint.format import SourceKind
 from recovery.checkpoint.intent import HolderState, Interrupted, read_interrupted
 from recovery.checkpoint.recovery_dir import INTENT_FILE, RECOVERY_DIR
-from recovery.checkpoint.restart import (
+from recovery.checkpoint.store import Entry, Store
+from recovery.core.model import CheckpointFile
+from recovery.core.restart import (
     DEFAULT_MIN_BATCHES_TO_RETAIN,
     Issue,
     Level,
     RestartState,
     plan_restart,
 )
-from recovery.checkpoint.store import Entry, Store
 from recovery.errors import CheckpointFormatError
-from recovery.model import CheckpointFile
 
 # The directories every command lists anyway; on object stores others are read without a listing.
 _LISTED = frozenset({"offsets", "commits"})

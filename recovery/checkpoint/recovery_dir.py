@@ -7,7 +7,7 @@ listing must tell them from the query's files) do not import the modules that wr
 * :data:`INTENT_FILE`      the writing command's intent record (:mod:`recovery.checkpoint.intent`)
 * :data:`LAST_WRITE_FILE`  what the last writing command changed, and when
   (:mod:`recovery.checkpoint.intent`)
-* :data:`HEARTBEAT_FILE`   the running query's heartbeat (:mod:`recovery.heartbeat`)
+* :data:`HEARTBEAT_FILE`   the running query's heartbeat (:mod:`recovery.checkpoint.heartbeat`)
 * :data:`BACKUPS_DIR`      the default directory of backup sets (:mod:`recovery.checkpoint.backup`)
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 RECOVERY_DIR = "_recovery"
 INTENT_FILE = f"{RECOVERY_DIR}/intent.json"
 # The toolkit's own rewrites of batch files are no sign of a running query
-# (recovery.heartbeat.refuse_if_in_use reads this record).
+# (recovery.checkpoint.heartbeat.refuse_if_in_use reads this record).
 LAST_WRITE_FILE = f"{RECOVERY_DIR}/last-write.json"
 HEARTBEAT_FILE = f"{RECOVERY_DIR}/heartbeat.json"
 BACKUPS_DIR = f"{RECOVERY_DIR}/backups"

@@ -43,10 +43,12 @@ from recovery.checkpoint.backup import (
     verified_originals,
     write_backup,
 )
+from recovery.checkpoint.heartbeat import refuse_if_in_use
 from recovery.checkpoint.intent import Interrupted, Lock, Phase, checkpoint_lock
 from recovery.checkpoint.reader import Checkpoint
 from recovery.checkpoint.replacement import crc_rel, replace_files, side_file, with_side_files
 from recovery.checkpoint.store import Store
+from recovery.core.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, TopicPartition
 from recovery.errors import (
     CheckpointFormatError,
     ExitCode,
@@ -55,8 +57,6 @@ from recovery.errors import (
     StateError,
     StorageError,
 )
-from recovery.heartbeat import refuse_if_in_use
-from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +315,8 @@ def restore_backup(
     input) when nothing exists at ``location``, the checkpoint or the manifest is malformed, a path
     to write passes through a symlink; StateError when it has no backups; CheckpointInUse when a
     query runs on the checkpoint (its heartbeat, else a batch file younger than ``active_within_s``;
-    see :func:`recovery.heartbeat.refuse_if_in_use`) and there is something to write, unless ``force``.
+    see :func:`recovery.checkpoint.heartbeat.refuse_if_in_use`) and there is something to write,
+    unless ``force``.
 
     Example: ``restore_backup("/data/chk", execute=True).written``
     """

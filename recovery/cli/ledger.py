@@ -3,7 +3,7 @@
 The ledger's latest ``end_offset`` per partition is where the next run starts. ``validate`` judges
 those offsets against Kafka with the same planning core as checkpoints; ``repair`` prints the plan
 (dry run) and ``--execute`` appends correction rows in one commit whose custom metadata
-(``stream-recovery.plan``) names the plan; history is never rewritten. The JSON keys are documented
+(``stream-recovery.core.plan``) names the plan; history is never rewritten. The JSON keys are documented
 in :mod:`recovery.report.delta`.
 """
 
@@ -25,10 +25,10 @@ from recovery.cli.options import (
     stack,
     strategy_options,
 )
+from recovery.core.model import Isolation, Policy
+from recovery.core.strategy import StrategyRequest
 from recovery.kafka.config import KafkaConfig
-from recovery.model import Isolation, Policy
 from recovery.report import delta as report
-from recovery.strategy import StrategyRequest
 
 if TYPE_CHECKING:
     from recovery.delta.ledger_conf import LedgerConf
@@ -166,7 +166,7 @@ def repair_cmd(
     """Plan (and with --execute, append) correction rows that move the ledger's offsets.
 
     Dry run by default. --execute appends one row per moved partition under a new batch id, in one
-    commit whose custom metadata (stream-recovery.plan) holds the plan; history is never rewritten,
+    commit whose custom metadata (stream-recovery.core.plan) holds the plan; history is never rewritten,
     so time travel to the version before undoes it. Exit 0 applied (or nothing to do), 1 changes
     pending in a dry run or refused, 2 bad input, 3 unreachable.
 

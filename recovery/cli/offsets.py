@@ -17,10 +17,10 @@ from recovery.cli.options import (
     selection_from,
     topic_option,
 )
+from recovery.core.model import Isolation, NoMatch, TopicSelection
+from recovery.core.specs import TimeSpec
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.offsets import offset_table
-from recovery.kafka.specs import TimeSpec
-from recovery.model import Isolation, NoMatch, TopicSelection
 from recovery.report.offsets import OFFSETS_COLUMNS, offset_rows
 
 

@@ -16,12 +16,12 @@ from typing import TypeVar
 
 import click
 
+from recovery.core.model import Isolation, NoMatch, OnBeyondEnd, Policy, StrategyKind, TopicSelection
+from recovery.core.runway import parse_runway_warn
+from recovery.core.specs import TimeSpec, parse_time, parse_topic_partitions
+from recovery.core.strategy import StrategyRequest
 from recovery.errors import OffsetSpecError
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.specs import TimeSpec, parse_time, parse_topic_partitions
-from recovery.model import Isolation, NoMatch, OnBeyondEnd, Policy, StrategyKind, TopicSelection
-from recovery.runway import parse_runway_warn
-from recovery.strategy import StrategyRequest
 
 # A command's callback: each option below takes one and returns it (or a wrapper of it) with its
 # Click parameters attached.
@@ -138,7 +138,7 @@ def kafka_options(func: F) -> F:
 
 def isolation_option(help: str) -> Callable[[F], F]:
     """``--isolation read_uncommitted|read_committed`` (the consumer's ``isolation.level``) as an
-    :class:`~recovery.model.Isolation`."""
+    :class:`~recovery.core.model.Isolation`."""
     return click.option(
         "--isolation",
         type=EnumChoice(Isolation),
@@ -149,7 +149,7 @@ def isolation_option(help: str) -> Callable[[F], F]:
 
 
 def no_match_option(help: str, *, default: NoMatch = NoMatch.LATEST) -> Callable[[F], F]:
-    """``--no-match latest|earliest|fail`` as a :class:`~recovery.model.NoMatch`. ``offsets`` fails
+    """``--no-match latest|earliest|fail`` as a :class:`~recovery.core.model.NoMatch`. ``offsets`` fails
     by default (a lookup tool says when nothing matched); reset strategies take latest, as
     kafka-consumer-groups does."""
     return click.option(
@@ -163,7 +163,8 @@ def no_match_option(help: str, *, default: NoMatch = NoMatch.LATEST) -> Callable
 
 
 def on_beyond_end_option(help: str, *, default: OnBeyondEnd | None = None) -> Callable[[F], F]:
-    """``--on-beyond-end latest|earliest`` as an :class:`~recovery.model.OnBeyondEnd` (None: not given)."""
+    """``--on-beyond-end latest|earliest`` as an :class:`~recovery.core.model.OnBeyondEnd`
+    (None: not given)."""
     return click.option(
         "--on-beyond-end",
         "on_beyond_end",
@@ -216,7 +217,7 @@ TOPIC_HELP = (
 
 
 def topic_option(help: str = TOPIC_HELP, *, alias: bool = False) -> Callable[[F], F]:
-    """``-t/--topic SPEC`` (repeatable) as one :class:`~recovery.model.TopicSelection` (None: not
+    """``-t/--topic SPEC`` (repeatable) as one :class:`~recovery.core.model.TopicSelection` (None: not
     given). The same grammar everywhere: ``kafka-get-offsets --topic-partitions``; with ``alias``
     that spelling is accepted too."""
     names = ["-t", "--topic", *(["--topic-partitions"] if alias else [])]
@@ -285,7 +286,7 @@ def strategy_options(func: F) -> F:
     """The reset strategies, their values, scope and loss budget (``repair``, ``ledger repair``).
 
     The command receives ``request: StrategyRequest`` (what was asked, unresolved) and
-    ``policy: Policy``; :func:`recovery.strategy.resolve_strategy` turns the request into a Strategy.
+    ``policy: Policy``; :func:`recovery.core.strategy.resolve_strategy` turns the request into a Strategy.
     """
 
     @functools.wraps(func)

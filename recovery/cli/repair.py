@@ -28,11 +28,11 @@ from recovery.cli.options import (
     strategy_options,
     topic_option,
 )
+from recovery.core.model import Isolation, NoMatch, OnBeyondEnd, Policy, TopicSelection
+from recovery.core.strategy import StrategyRequest
 from recovery.errors import InvalidInput
 from recovery.kafka.config import KafkaConfig
-from recovery.model import Isolation, NoMatch, OnBeyondEnd, Policy, TopicSelection
 from recovery.report import findings as report
-from recovery.strategy import StrategyRequest
 
 judged_isolation = isolation_option(
     "The query's kafka.isolation.level: read_committed judges against the last stable offset."

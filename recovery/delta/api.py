@@ -18,8 +18,10 @@ from typing import Any
 
 from recovery.checkpoint import Checkpoint, Issue, Level, checkpoint_lock, open_checkpoint
 from recovery.checkpoint.format import DeltaSourceOffset, SourceKind
-from recovery.checkpoint.restart import NextRun
+from recovery.checkpoint.heartbeat import refuse_if_in_use
 from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
+from recovery.core.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile
+from recovery.core.restart import NextRun
 from recovery.delta.log import read_table_log
 from recovery.delta.model import (
     DeltaPosition,
@@ -32,8 +34,6 @@ from recovery.delta.sink import judge_sink, refuse_sink_skip
 from recovery.delta.sink import sink_warning as sink_warning  # one of this family's use cases
 from recovery.delta.source import plan_source_repair
 from recovery.errors import InvalidInput, LossBudgetExceeded, StateError
-from recovery.heartbeat import refuse_if_in_use
-from recovery.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile
 
 
 def _restart(chk: Checkpoint) -> tuple[int, bool, int | None]:
@@ -158,7 +158,7 @@ def repair_delta_source(
     nothing written: LossBudgetExceeded when the plan is refused; StateError when Spark cannot
     restart from the checkpoint at all; SinkWouldSkip when the Delta ``sink`` would skip the
     rewritten batches (unless ``accept_sink_skip``); CheckpointInUse when the query runs: a fresh
-    heartbeat (:mod:`recovery.heartbeat`) or, without one, a batch file younger than
+    heartbeat (:mod:`recovery.checkpoint.heartbeat`) or, without one, a batch file younger than
     ``active_within_s`` (unless ``force``).
     """
     command = "delta-source repair --execute"

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from recovery.core.model import GateMode, Policy, TopicPartition
 from recovery.delta.ledger import ledger_gate
 from recovery.delta.ledger_batches import (
     META_KEY,
@@ -43,7 +44,6 @@ from recovery.delta.ledger_table import create_ledger, read_ledger
 from recovery.errors import LedgerJobStopped
 from recovery.kafka.cluster import cluster_view
 from recovery.kafka.config import KafkaConfig
-from recovery.model import GateMode, Policy, TopicPartition
 
 
 @dataclass(frozen=True)

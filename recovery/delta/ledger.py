@@ -16,6 +16,9 @@ import logging
 import time
 from collections.abc import Mapping
 
+from recovery.core.model import ClusterView, GateMode, Isolation, NoMatch, Policy, Strategy, TopicPartition
+from recovery.core.strategy import StrategyRequest, resolve_strategy
+from recovery.core.wording import describe_move
 from recovery.delta.ledger_batches import complete_batch, pending_batch
 from recovery.delta.ledger_conf import LedgerConf
 from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState, PendingBatch
@@ -25,9 +28,6 @@ from recovery.errors import LedgerGateFailed, LossBudgetExceeded
 from recovery.kafka.cluster import cluster_view, time_targets
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import load_offsets_file
-from recovery.model import ClusterView, GateMode, Isolation, NoMatch, Policy, Strategy, TopicPartition
-from recovery.strategy import StrategyRequest, resolve_strategy
-from recovery.wording import describe_move
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,8 @@ def repair_ledger(
 ) -> LedgerRepair:
     """Plan, and with ``execute`` append the correction rows in one commit named after the plan.
 
-    ``strategy`` is a resolved :class:`~recovery.model.Strategy`, or the options as given
-    (:class:`~recovery.strategy.StrategyRequest`): time strategies are resolved against the ledger's
+    ``strategy`` is a resolved :class:`~recovery.core.model.Strategy`, or the options as given
+    (:class:`~recovery.core.strategy.StrategyRequest`): time strategies are resolved against the ledger's
     topics at ``now_ms`` (default: now), ``--from-file`` read here. Raises LossBudgetExceeded (nothing
     written) when the policy refuses the plan, PlanOutdated when the ledger changed since it was
     read. When ``conf.data_table`` holds a batch the ledger does not (a run died between its

@@ -18,12 +18,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from recovery.core.model import TopicPartition
 from recovery.delta.ledger_conf import LedgerConf
 from recovery.delta.ledger_model import LedgerRow, LedgerState, PendingBatch
 from recovery.delta.ledger_table import append_rows
 from recovery.delta.log import app_transaction_version, delta_errors, open_table
 from recovery.errors import LedgerJobStopped, PlanOutdated
-from recovery.model import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ Repair never rewrites history: it appends correction rows (``start_offset`` = th
 ``end_offset`` = the new one) under a new batch id, in one commit whose custom metadata names the
 plan. Delta time travel is the audit trail and the rollback (``DeltaTable(t, version=v)``).
 
-Standard library, :mod:`recovery.model` and :mod:`recovery.errors` only: no IO.
+Standard library, :mod:`recovery.core.model` and :mod:`recovery.errors` only: no IO.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from recovery.core.model import Isolation, Move, Plan, TopicPartition
 from recovery.errors import ExitCode
-from recovery.model import Isolation, Move, Plan, TopicPartition
 
 SOURCE_ID = "ledger"  # the one SourcePosition a ledger is seen as
 WRITTEN_BY = "stream-recovery"  # the written_by of correction rows
-METADATA_KEY = "stream-recovery.plan"  # the correction commit's custom metadata key
+METADATA_KEY = "stream-recovery.core.plan"  # the correction commit's custom metadata key
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The planning core for offset ledgers: a ledger and a cluster view in, a :class:`LedgerPlan` out.
 
 A ledger is judged exactly as a checkpoint is: :func:`ledger_view` presents it to
-:func:`recovery.plan.plan_repair` as one source whose start is each partition's latest
+:func:`recovery.core.plan.decide_repair` as one source whose start is each partition's latest
 ``end_offset``. Partitions the ledger knows that Kafka no longer has are absent from the cluster
 view, and the core judges them ``PARTITION_GONE``/``TOPIC_GONE``; :func:`correction_rows` turns the
 moves into rows and sets those drops apart (no row can delete a partition).
@@ -13,16 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from recovery.delta.ledger_model import (
-    SOURCE_ID,
-    WRITTEN_BY,
-    LedgerEntry,
-    LedgerPlan,
-    LedgerRow,
-    LedgerState,
-    PendingBatch,
-)
-from recovery.model import (
+from recovery.core.model import (
     CheckpointFile,
     CheckpointView,
     ClusterView,
@@ -33,7 +24,16 @@ from recovery.model import (
     SourcePosition,
     Strategy,
 )
-from recovery.plan import plan_repair
+from recovery.core.plan import decide_repair
+from recovery.delta.ledger_model import (
+    SOURCE_ID,
+    WRITTEN_BY,
+    LedgerEntry,
+    LedgerPlan,
+    LedgerRow,
+    LedgerState,
+    PendingBatch,
+)
 
 
 def ledger_view(state: LedgerState) -> CheckpointView:
@@ -107,6 +107,6 @@ def plan_ledger_repair(
     in the ledger) is judged as written: its records are not lost, and a correction never takes its
     batch id."""
     state = with_pending(state, pending)
-    plan = plan_repair(ledger_view(state), cluster, strategy, policy)
+    plan = decide_repair(ledger_view(state), cluster, strategy, policy)
     rows, dropped = correction_rows(state, plan, now_us=now_us)
     return LedgerPlan(state, plan, rows, dropped, isolation, pending)

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from recovery.core.model import TopicPartition
 from recovery.delta.ledger_conf import OPTIONAL_COLUMNS, LedgerColumns, LedgerConf
 from recovery.delta.ledger_model import LedgerEntry, LedgerRow, LedgerState
 from recovery.delta.log import delta_errors, deltalake, open_table
 from recovery.delta.log import pyarrow as pa
 from recovery.errors import InvalidInput, PlanOutdated
-from recovery.model import TopicPartition
 
 
 def _quote(name: str) -> str:

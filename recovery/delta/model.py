@@ -1,7 +1,7 @@
 """Values for Delta-tracked positions: what a table's ``_delta_log`` still holds, what a checkpoint's
 Delta source lines say, and the findings and moves the planning core makes of them.
 
-Standard library, :mod:`recovery.model`, :mod:`recovery.errors` and the checkpoint format values
+Standard library, :mod:`recovery.core.model`, :mod:`recovery.errors` and the checkpoint format values
 only: no IO.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recovery.checkpoint.format import DeltaSourceOffset
+from recovery.core.model import CheckpointFile
 from recovery.errors import ExitCode
-from recovery.model import CheckpointFile
 
 # Error conditions Delta (delta-spark 4.4.0 on Spark 4.2.0) raises on restart, all observed on the
 # rig (tests/delta/test_delta_source_spark.py). Matched by class, never by text: the texts changed

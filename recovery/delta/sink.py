@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from recovery.checkpoint import Checkpoint, NextRun, open_checkpoint
+from recovery.core.model import CheckpointFile
 from recovery.delta.log import app_transaction_version
 from recovery.delta.model import SinkWarning
 from recovery.delta.source import check_sink
 from recovery.errors import SinkWouldSkip, StateError
-from recovery.model import CheckpointFile
 
 
 def sink_warning(

@@ -1,7 +1,7 @@
 """Kafka edges of stream-recovery: offsets, topic identity, reading to the end, consumer groups.
 
 * :mod:`~recovery.kafka.values`, :mod:`~recovery.kafka.group_values`, :mod:`~recovery.kafka.answers`,
-  :mod:`~recovery.kafka.selection`, :mod:`~recovery.kafka.specs`: values and decisions (pure);
+  :mod:`~recovery.kafka.selection`, :mod:`~recovery.core.specs`: values and decisions (pure);
 * :mod:`~recovery.kafka.admin`: the AdminClient (IO), one shared client per config;
 * :mod:`~recovery.kafka.offsets`, :mod:`~recovery.kafka.cluster`, :mod:`~recovery.kafka.groups`,
   :mod:`~recovery.kafka.read`: what the library asks Kafka, by :class:`KafkaConfig`;
@@ -32,27 +32,27 @@ _EXPORTS: dict[str, str] = {
     "GroupOffsets": "recovery.kafka.group_values",
     "GroupPartition": "recovery.kafka.group_values",
     "GroupReport": "recovery.kafka.group_values",
-    "Isolation": "recovery.model",
+    "Isolation": "recovery.core.model",
     "KafkaAdmin": "recovery.kafka.admin",
     "KafkaConfig": "recovery.kafka.config",
     "LogReader": "recovery.kafka.read",
     "MissingPartition": "recovery.kafka.values",
     "MissingReason": "recovery.kafka.values",
-    "NoMatch": "recovery.model",
+    "NoMatch": "recovery.core.model",
     "OffsetOutsideLog": "recovery.errors",
     "OffsetRow": "recovery.kafka.values",
     "OffsetTable": "recovery.kafka.values",
     "PartitionOffsets": "recovery.kafka.values",
-    "PartitionRange": "recovery.kafka.specs",
+    "PartitionRange": "recovery.core.specs",
     "PartitionRead": "recovery.kafka.values",
     "ReadSummary": "recovery.kafka.values",
     "RecordChunk": "recovery.kafka.values",
-    "TimeKind": "recovery.kafka.specs",
+    "TimeKind": "recovery.core.specs",
     "TimeLookup": "recovery.kafka.values",
-    "TimeSpec": "recovery.kafka.specs",
+    "TimeSpec": "recovery.core.specs",
     "TopicInfo": "recovery.kafka.values",
-    "TopicPattern": "recovery.kafka.specs",
-    "TopicSelection": "recovery.kafka.specs",
+    "TopicPattern": "recovery.core.specs",
+    "TopicSelection": "recovery.core.specs",
     "admin_for": "recovery.kafka.admin",
     "describe_topics": "recovery.kafka.offsets",
     "expired_offsets": "recovery.kafka.groups",
@@ -61,15 +61,15 @@ _EXPORTS: dict[str, str] = {
     "offset_ranges": "recovery.kafka.offsets",
     "offset_table": "recovery.kafka.offsets",
     "offsets_for_time": "recovery.kafka.offsets",
-    "parse_time": "recovery.kafka.specs",
-    "parse_topic_partitions": "recovery.kafka.specs",
+    "parse_time": "recovery.core.specs",
+    "parse_topic_partitions": "recovery.core.specs",
     "read_offsets_file": "recovery.kafka.groups",
     "read_properties": "recovery.kafka.config",
     "read_to_end": "recovery.kafka.read",
     "set_group_offsets": "recovery.kafka.groups",
     "show_group": "recovery.kafka.groups",
     "topic_ids": "recovery.kafka.offsets",
-    "topic_regex": "recovery.kafka.specs",
+    "topic_regex": "recovery.core.specs",
 }
 
 __all__ = [
@@ -120,6 +120,17 @@ __all__ = [
 ]  # = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # the names as mypy and IDEs see them
+    from recovery.core.model import Isolation, NoMatch
+    from recovery.core.specs import (
+        PartitionRange,
+        TimeKind,
+        TimeSpec,
+        TopicPattern,
+        TopicSelection,
+        parse_time,
+        parse_topic_partitions,
+        topic_regex,
+    )
     from recovery.errors import GroupActive, OffsetOutsideLog
     from recovery.kafka.admin import KafkaAdmin, admin_for, kafka_admin
     from recovery.kafka.config import KafkaConfig, read_properties
@@ -139,16 +150,6 @@ if TYPE_CHECKING:  # the names as mypy and IDEs see them
         topic_ids,
     )
     from recovery.kafka.read import LogReader, read_to_end
-    from recovery.kafka.specs import (
-        PartitionRange,
-        TimeKind,
-        TimeSpec,
-        TopicPattern,
-        TopicSelection,
-        parse_time,
-        parse_topic_partitions,
-        topic_regex,
-    )
     from recovery.kafka.values import (
         ConsumedRecord,
         MissingPartition,
@@ -162,7 +163,6 @@ if TYPE_CHECKING:  # the names as mypy and IDEs see them
         TimeLookup,
         TopicInfo,
     )
-    from recovery.model import Isolation, NoMatch
 
 
 def __getattr__(name: str) -> Any:

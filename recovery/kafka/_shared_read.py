@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recovery import errors
+from recovery.core.model import Isolation, OffsetRange, TopicPartition
 from recovery.errors import KafkaError, KafkaUnavailable, RecoveryError
 from recovery.kafka._errors import scrub
 from recovery.kafka._retry import Deadline
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.values import PartitionRead
-from recovery.model import Isolation, OffsetRange, TopicPartition
 
 
 @dataclass

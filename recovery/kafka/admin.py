@@ -35,13 +35,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from recovery.core.model import Isolation, NoMatch, TopicPartition, TopicSelection
+from recovery.core.specs import TimeKind, TimeSpec
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable
 from recovery.kafka import answers as ans
 from recovery.kafka._errors import GONE, NO_LEADER, error_code, is_transient, scrub, translate
 from recovery.kafka._retry import Deadline, backoff, wait_for
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.selection import exact_names, selected_partitions
-from recovery.kafka.specs import TimeKind, TimeSpec
 from recovery.kafka.values import (
     ListedTopic,
     MissingPartition,
@@ -51,7 +52,6 @@ from recovery.kafka.values import (
     TopicInfo,
     kafka_topic_id,
 )
-from recovery.model import Isolation, NoMatch, TopicPartition, TopicSelection
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from recovery.core.model import Isolation, NoMatch, TopicPartition
+from recovery.core.specs import TimeKind, TimeSpec
 from recovery.errors import NoOffsetForTime
-from recovery.kafka.specs import TimeKind, TimeSpec
 from recovery.kafka.values import OffsetRow, PartitionOffsets, TimeLookup
-from recovery.model import Isolation, NoMatch, TopicPartition
 
 # One lookup: what to ask (a TimeSpec is exactly Kafka's OffsetSpec) under which isolation level.
 Query = tuple[TimeSpec, Isolation]

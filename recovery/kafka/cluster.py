@@ -1,4 +1,4 @@
-"""What Kafka holds now, as the planning core's :class:`~recovery.model.ClusterView`.
+"""What Kafka holds now, as the planning core's :class:`~recovery.core.model.ClusterView`.
 
 The one place where the use cases (checkpoint validate/repair, starting offsets, the offset ledger,
 the pre-start gates) read the cluster: the topics' metadata (partitions, topic ids) and every
@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from recovery.core.model import ClusterView, Isolation, NoMatch, TopicPartition, TopicSelection
+from recovery.core.specs import TimeKind, TimeSpec
 from recovery.errors import NoOffsetForTime
 from recovery.kafka._retry import Deadline
 from recovery.kafka.admin import admin_for, tp_key
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.offsets import offsets_for_time
-from recovery.kafka.specs import TimeKind, TimeSpec
 from recovery.kafka.values import PartitionOffsets, TimeLookup
-from recovery.model import ClusterView, Isolation, NoMatch, TopicPartition, TopicSelection
 
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID in Kafka's base64 form
 

@@ -2,7 +2,7 @@
 
 * :class:`GroupOffsets`    a group's committed offsets, state and members, as read;
 * :class:`GroupPartition`  one committed offset judged against its partition's log, in the
-  toolkit's :class:`~recovery.model.Verdict` words (or ``EXPIRED``: KIP-211 deleted it);
+  toolkit's :class:`~recovery.core.model.Verdict` words (or ``EXPIRED``: KIP-211 deleted it);
 * :class:`GroupReport`     ``group show``: every partition judged, with its exit code;
 * :class:`GroupChange`     ``group set``: what was (or would be) written, with its exit code.
 
@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from recovery.core.model import TopicPartition, Verdict
 from recovery.errors import (
     ExitCode,
     GroupActive,
@@ -28,7 +29,6 @@ from recovery.errors import (
     OffsetSpecError,
 )
 from recovery.kafka.values import MissingPartition, PartitionOffsets
-from recovery.model import TopicPartition, Verdict
 
 # Kafka's group states (ConsumerGroupState / GroupState), as kafka-consumer-groups prints them.
 INACTIVE_STATES = frozenset({"Empty", "Dead"})
@@ -104,7 +104,7 @@ class GroupPartition:
 
     @property
     def status(self) -> str:
-        """A :class:`~recovery.model.Verdict` value, or ``EXPIRED``."""
+        """A :class:`~recovery.core.model.Verdict` value, or ``EXPIRED``."""
         return EXPIRED if self.verdict is None else self.verdict.value
 
     @property

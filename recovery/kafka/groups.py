@@ -30,6 +30,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from recovery.core.model import TopicPartition
 from recovery.errors import GroupActive, InvalidInput, KafkaError, OffsetSpecError, RecoveryError
 from recovery.kafka._errors import error_code, is_transient, translate
 from recovery.kafka._retry import Deadline, backoff, wait_for
@@ -49,7 +50,6 @@ from recovery.kafka.group_values import (
     group_report,
     read_offsets_file,
 )
-from recovery.model import TopicPartition
 
 __all__ = [
     "GroupChange",

@@ -18,9 +18,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from recovery.core.model import TopicPartition
 from recovery.kafka._errors import scrub
 from recovery.kafka.config import KafkaConfig
-from recovery.model import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from recovery.core.model import Isolation, NoMatch, TopicPartition, TopicSelection
+from recovery.core.specs import TimeKind, TimeSpec
 from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.specs import TimeKind, TimeSpec
 from recovery.kafka.values import (
     ListedTopic,
     MissingPartition,
@@ -25,7 +26,6 @@ from recovery.kafka.values import (
     TimeLookup,
     TopicInfo,
 )
-from recovery.model import Isolation, NoMatch, TopicPartition, TopicSelection
 
 __all__ = ["OffsetTable", "describe_topics", "offset_ranges", "offset_table", "offsets_for_time", "topic_ids"]
 

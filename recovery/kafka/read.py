@@ -50,13 +50,14 @@ from contextlib import contextmanager
 from itertools import groupby
 from typing import Any
 
+from recovery.core.model import Isolation, NoMatch, OffsetRange, TopicPartition, TopicSelection
+from recovery.core.specs import TimeKind, TimeSpec
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable, TopicNotFound
 from recovery.kafka._errors import error_code, is_transient, scrub, translate
 from recovery.kafka._retry import Deadline
 from recovery.kafka._shared_read import Helper, ReadState, groups, worth_sharing
 from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.specs import TimeKind, TimeSpec
 from recovery.kafka.values import (
     ConsumedRecord,
     MissingPartition,
@@ -66,7 +67,6 @@ from recovery.kafka.values import (
     ReadSummary,
     RecordChunk,
 )
-from recovery.model import Isolation, NoMatch, OffsetRange, TopicPartition, TopicSelection
 
 __all__ = [
     "ConsumedRecord",

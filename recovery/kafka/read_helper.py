@@ -16,11 +16,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from recovery.core.model import Isolation
 from recovery.errors import RecoveryError
 from recovery.kafka._shared_read import ReadState
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.read import LogReader
-from recovery.model import Isolation
 
 
 def _end_when_parent_goes() -> None:

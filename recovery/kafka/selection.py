@@ -1,4 +1,4 @@
-"""Which partitions a :class:`~recovery.model.TopicSelection` names on a cluster (pure: no IO).
+"""Which partitions a :class:`~recovery.core.model.TopicSelection` names on a cluster (pure: no IO).
 
 Partitions named one by one (``orders:0,7``) are kept even when they do not exist, so the answer can
 say PARTITION_GONE / TOPIC_GONE instead of leaving them out (kafka-get-offsets leaves them out). A
@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from recovery.core.model import TopicPartition, TopicPattern, TopicSelection
 from recovery.errors import TopicNotFound
-from recovery.model import TopicPartition, TopicPattern, TopicSelection
 
 # A regex that can only match itself: a topic name (letters, digits, '_', '-', dot-separated).
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
+from recovery.core.model import NoMatch, OffsetRange, TopicPartition
+from recovery.core.specs import TimeSpec
 from recovery.errors import ExitCode
-from recovery.kafka.specs import TimeSpec
-from recovery.model import NoMatch, OffsetRange, TopicPartition
 
 
 class MissingReason(StrEnum):

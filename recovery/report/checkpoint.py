@@ -26,9 +26,9 @@ if TYPE_CHECKING:  # the values only; importing recovery.checkpoint would pull i
     from recovery.checkpoint.backup import BackupSet
     from recovery.checkpoint.inspect import BackupListing, CheckpointInfo, Offsets
     from recovery.checkpoint.intent import RecoverResult
-    from recovery.checkpoint.restart import RestartState
     from recovery.checkpoint.rewrite import RestoreResult
-    from recovery.model import CheckpointFile
+    from recovery.core.model import CheckpointFile
+    from recovery.core.restart import RestartState
 
 # How Spark's docs (and our JSON) name "each source's initial offsets" (RestartState.start is None).
 INITIAL_OFFSETS = "sources/<i>/0"

@@ -38,9 +38,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from recovery.checkpoint.format import DeltaSourceOffset, delta_offset_json
+from recovery.core.model import Finding
 from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState
 from recovery.delta.model import DeltaSourceResult, unknown_loss
-from recovery.model import Finding
 from recovery.report.findings import MOVE_COLUMNS, VALIDATE_COLUMNS, finding_rows, move_rows
 
 # -- delta-source ----------------------------------------------------------------------------------

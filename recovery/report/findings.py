@@ -6,11 +6,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from recovery.model import Finding, Move, Plan, Runway, Verdict
-from recovery.results import RepairResult, Report, StartingOffsets
-from recovery.runway import format_duration_ms, shortest
-from recovery.wording import describe_move as describe_move  # re-exported: recovery.report
-from recovery.wording import record_count
+from recovery.core.model import Finding, Move, Plan, Runway, Verdict
+from recovery.core.results import RepairResult, StartingOffsets, ValidationReport
+from recovery.core.runway import format_duration_ms, shortest
+from recovery.core.wording import describe_move as describe_move  # re-exported: recovery.report
+from recovery.core.wording import record_count
 
 # Tables longer than this show the rows that need action first, up to this many, and one summary
 # line per verdict for the rest (JSON and CSV always hold every row).
@@ -99,7 +99,7 @@ def finding_rows(
     findings: Iterable[Finding], *, table: bool = False, runway: bool = False, now_ms: int | None = None
 ) -> list[dict[str, Any]]:
     """One row per finding; with ``runway`` (validate's rows), the runway keys too, judged at
-    ``now_ms`` (``Report.runway_at_ms``)."""
+    ``now_ms`` (``ValidationReport.runway_at_ms``)."""
     rows = []
     for f in findings:
         row: dict[str, Any] = {
@@ -184,7 +184,9 @@ def _urgency(item: tuple[str, int]) -> tuple[bool, str]:
     return (item[0] == Verdict.OK.value, item[0])
 
 
-def validate_table(report: Report, *, page: int = PAGE_ROWS) -> tuple[list[dict[str, Any]], list[str]]:
+def validate_table(
+    report: ValidationReport, *, page: int = PAGE_ROWS
+) -> tuple[list[dict[str, Any]], list[str]]:
     """``validate``'s table rows (needing action first past a page) and the summary ``%`` lines."""
     rows = finding_rows(report.findings, table=True, runway=True, now_ms=report.runway_at_ms)
     return paged(rows, [f.needs_action for f in report.findings], page=page)
@@ -221,13 +223,13 @@ def move_rows(moves: Iterable[Move]) -> list[dict[str, Any]]:
     ]
 
 
-def context_line(what: Report | Plan) -> str:
+def context_line(what: ValidationReport | Plan) -> str:
     """``checkpoint /chk (query …): Spark re-runs uncommitted batch 1 next``."""
     run = "re-runs uncommitted batch" if what.rerun else "starts batch"
     return f"checkpoint {what.checkpoint} (query {what.query_id}): Spark {run} {what.batch_id} next"
 
 
-def report_body(report: Report) -> dict[str, Any]:
+def report_body(report: ValidationReport) -> dict[str, Any]:
     """``validate --output json``."""
     return {
         "checkpoint": report.checkpoint,
@@ -244,7 +246,7 @@ def report_body(report: Report) -> dict[str, Any]:
     }
 
 
-def report_notes(report: Report, *, page: int = PAGE_ROWS) -> list[str]:
+def report_notes(report: ValidationReport, *, page: int = PAGE_ROWS) -> list[str]:
     """The ``%`` lines after ``validate``'s table (at most ``page`` partition details)."""
     lines = [f"{issue.level.value}: {issue.message}" for issue in report.issues]
     acting = [f"{f.tp}: {f.detail}" for f in report.findings if f.needs_action]
@@ -267,7 +269,7 @@ def report_notes(report: Report, *, page: int = PAGE_ROWS) -> list[str]:
     return lines
 
 
-def runway_lines(report: Report) -> list[str]:
+def runway_lines(report: ValidationReport) -> list[str]:
     """The shortest runway (when no partition is AT_RISK already: those have their own lines)."""
     if report.runway_at_ms is None or report.at_risk:
         return []

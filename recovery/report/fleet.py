@@ -26,16 +26,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from recovery.checkpoint.restart import Level
+from recovery.core.model import Finding, Verdict
+from recovery.core.restart import Level
+from recovery.core.runway import shortest
 from recovery.errors import ExitCode
-from recovery.model import Finding, Verdict
 from recovery.report.findings import runway_cell
-from recovery.runway import shortest
 
 if TYPE_CHECKING:  # values only: this module reads their fields and imports neither pydantic nor threads
     from recovery.conf import ClusterConf, FleetConf, JobConf
+    from recovery.core.results import ValidationReport
     from recovery.fleet import FleetReport, JobResult
-    from recovery.results import Report
 
 FLEET_COLUMNS = (
     ("job", "JOB"),
@@ -91,7 +91,7 @@ def job_row(result: JobResult) -> dict[str, Any]:
     }
 
 
-def job_runway(report: Report | None) -> dict[str, Any]:
+def job_runway(report: ValidationReport | None) -> dict[str, Any]:
     """``runway_s`` and ``runway`` of a job row (module docstring)."""
     if report is None or report.runway_at_ms is None:
         return {"runway_s": None, "runway": None}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring  # what json.dumps(ensure_ascii=False) uses for str
 from typing import TYPE_CHECKING, Any
 
-from recovery.kafka.specs import iso_utc
+from recovery.core.specs import iso_utc
 from recovery.kafka.values import (
     ConsumedRecord,
     Headers,

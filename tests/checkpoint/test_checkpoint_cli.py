@@ -12,7 +12,7 @@ from chk_builder import META, QUERY_ID, checkpoint_files, tree, write_checkpoint
 
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.cli import main
-from recovery.model import TopicPartition
+from recovery.core.model import TopicPartition
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

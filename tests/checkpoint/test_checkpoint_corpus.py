@@ -10,8 +10,8 @@ import pytest
 from recovery.checkpoint import CrcStatus, NextRun, SourceKind, open_checkpoint
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.crc import checksum_file, checksum_matches, parse_checksum_file
+from recovery.core.model import CheckpointFile, TopicPartition
 from recovery.errors import CheckpointFormatError
-from recovery.model import CheckpointFile, TopicPartition
 
 CHECKPOINTS = [
     "checkpoint-test-offsetId-commitId-inconsistent",

@@ -20,7 +20,7 @@ def test_all_is_sorted_and_importable() -> None:
 def test_importing_a_pure_module_does_not_load_the_store() -> None:
     """``recovery.checkpoint.format`` runs the package's ``__init__``, which must not import fsspec."""
     code = (
-        "import sys; import recovery.checkpoint.format, recovery.checkpoint.restart, "
+        "import sys; import recovery.checkpoint.format, recovery.core.restart, "
         "recovery.checkpoint.crc; "
         "print(sorted(m for m in ('fsspec', 'recovery.checkpoint.store') if m in sys.modules))"
     )

@@ -20,8 +20,8 @@ from recovery.checkpoint import (
     restore_backup,
     rewrite_offsets,
 )
+from recovery.core.model import CheckpointFile, TopicPartition
 from recovery.errors import CheckpointFormatError, ExitCode, StateError
-from recovery.model import CheckpointFile, TopicPartition
 
 
 def orders(*offsets: int) -> tuple[tuple[TopicPartition, int], ...]:

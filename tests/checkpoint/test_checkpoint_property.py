@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint import open_checkpoint
 from recovery.checkpoint.crc import checksum_file, checksum_matches, parse_checksum_file
-from recovery.checkpoint.restart import NextRun, plan_restart
-from recovery.model import CheckpointFile, TopicPartition
+from recovery.core.model import CheckpointFile, TopicPartition
+from recovery.core.restart import NextRun, plan_restart
 
 topics = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABC0123456789._-", min_size=1, max_size=12)
 offsets = st.integers(min_value=0, max_value=2**63 - 1)

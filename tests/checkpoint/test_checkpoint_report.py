@@ -15,7 +15,7 @@ from recovery.checkpoint import (
     SourceKind,
     plan_restart,
 )
-from recovery.model import TopicPartition
+from recovery.core.model import TopicPartition
 from recovery.report import checkpoint as report
 
 ORDERS_0, ORDERS_1 = TopicPartition("orders", 0), TopicPartition("orders", 1)

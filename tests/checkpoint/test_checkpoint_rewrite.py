@@ -20,8 +20,8 @@ from recovery.checkpoint import (
     rewrite_offsets,
 )
 from recovery.checkpoint.crc import checksum_file
+from recovery.core.model import CheckpointFile, TopicPartition
 from recovery.errors import CheckpointFormatError, InvalidInput, PlanOutdated, StateError
-from recovery.model import CheckpointFile, TopicPartition
 
 ORDERS_1 = TopicPartition("orders", 1)
 

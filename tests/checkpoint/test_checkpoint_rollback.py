@@ -11,8 +11,8 @@ import pytest
 from chk_builder import tree, write_checkpoint
 
 from recovery.checkpoint import open_checkpoint, restore_backup, rewrite_offsets
+from recovery.core.model import TopicPartition
 from recovery.errors import InvalidInput
-from recovery.model import TopicPartition
 
 O0 = TopicPartition("orders", 0)
 

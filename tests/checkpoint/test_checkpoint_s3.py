@@ -34,8 +34,8 @@ from recovery.checkpoint.intent import (
 from recovery.checkpoint.recovery_dir import INTENT_FILE
 from recovery.checkpoint.store import Store
 from recovery.cli import cli
+from recovery.core.model import TopicPartition
 from recovery.errors import CheckpointFormatError, StateError, StorageError
-from recovery.model import TopicPartition
 
 ORDERS_1 = TopicPartition("orders", 1)
 

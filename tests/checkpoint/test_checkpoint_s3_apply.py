@@ -18,12 +18,11 @@ import recovery.apply as apply_module
 from recovery.api import repair_checkpoint
 from recovery.apply import apply
 from recovery.checkpoint import open_checkpoint
+from recovery.checkpoint.heartbeat import write_heartbeat
+from recovery.core.model import Plan
+from recovery.core.plan import decide_repair, resolve_sink
 from recovery.errors import CheckpointInUse, PlanOutdated
-from recovery.heartbeat import write_heartbeat
 from recovery.kafka.config import KafkaConfig
-from recovery.model import Plan
-from recovery.plan import plan_repair as plan_from_values
-from recovery.plan import resolve_sink
 from recovery.resume import checkpoint_view, cluster_for
 
 
@@ -52,7 +51,7 @@ def planned(url: str, options: dict[str, str], kafka: KafkaConfig) -> tuple[Plan
     """A plan and the handle it was read from, before any lock (as a Python caller makes them)."""
     chk = open_checkpoint(url, options)
     view, _ = checkpoint_view(chk)
-    return plan_from_values(view, cluster_for(kafka, resolve_sink(view))), chk
+    return decide_repair(view, cluster_for(kafka, resolve_sink(view))), chk
 
 
 def batch(topic: str, offset: int) -> bytes:
@@ -186,9 +185,9 @@ def test_a_mistyped_topic_writes_nothing_not_even_the_lock_record(
     """Bad input is found by the plan, made before the lock: no PUT at all (the intent record the
     lock writes on object stores included), exit 2's error naming the topic."""
     from recovery.checkpoint.store import Store
+    from recovery.core.model import Strategy
+    from recovery.core.specs import parse_topic_partitions
     from recovery.errors import OffsetSpecError
-    from recovery.kafka.specs import parse_topic_partitions
-    from recovery.model import Strategy
 
     fs, url, options, topic = s3_chk
     writes: list[str] = []
@@ -237,11 +236,11 @@ if how == "cli":
 else:
     from recovery.apply import apply
     from recovery.checkpoint import open_checkpoint
-    from recovery.plan import plan_repair, resolve_sink
+    from recovery.core.plan import decide_repair, resolve_sink
     from recovery.resume import checkpoint_view, cluster_for
     chk = open_checkpoint(url, options)
     view, _ = checkpoint_view(chk)
-    apply(plan_repair(view, cluster_for(kafka, resolve_sink(view))), kafka, storage_options=options,
+    apply(decide_repair(view, cluster_for(kafka, resolve_sink(view))), kafka, storage_options=options,
           force=True, checkpoint=chk)
 """
 

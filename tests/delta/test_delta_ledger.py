@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
+from recovery.core.model import TopicPartition
 from recovery.delta.ledger_conf import LedgerColumns, LedgerConf, load_conf, make_conf
 from recovery.delta.ledger_model import METADATA_KEY, LedgerRow
 from recovery.delta.ledger_table import append_rows, create_ledger, read_ledger
 from recovery.errors import ConfigError, InvalidInput, PlanOutdated
 from recovery.local import topics
-from recovery.model import TopicPartition
 
 T0, T1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 NOW_US = 1_700_000_000_000_000

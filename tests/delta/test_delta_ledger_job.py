@@ -25,6 +25,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
 
+from recovery.core.model import TopicPartition
 from recovery.delta.ingest import LedgerBatch, concurrent_run_stop
 from recovery.delta.ledger_conf import make_conf
 from recovery.delta.ledger_table import read_ledger
@@ -32,7 +33,6 @@ from recovery.errors import LedgerGateFailed, LedgerJobStopped
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
 from recovery.local.spark import error_conditions
-from recovery.model import TopicPartition
 
 pytestmark = pytest.mark.integration
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from recovery.core.model import GateMode, TopicPartition
 from recovery.delta import ingest
 from recovery.delta.ingest import recover_crashed_batch
 from recovery.delta.ledger_batches import META_KEY, append_ledger_rows, batch_rows, recorded_batch
@@ -25,7 +26,6 @@ from recovery.delta.ledger_table import append_rows, create_ledger, read_ledger
 from recovery.errors import DeltaError, LedgerJobStopped, StateError
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
-from recovery.model import GateMode, TopicPartition
 
 REPO = Path(__file__).resolve().parents[2]
 APP = "orders-hourly"

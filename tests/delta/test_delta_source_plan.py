@@ -6,6 +6,7 @@ import pytest
 
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.format import DeltaSourceOffset
+from recovery.core.model import CheckpointFile
 from recovery.delta.model import (
     DeltaMove,
     DeltaPlan,
@@ -18,7 +19,6 @@ from recovery.delta.model import (
     VersionFiles,
 )
 from recovery.delta.source import assess_source, check_sink, plan_source_repair
-from recovery.model import CheckpointFile
 
 ID = "e6e704ca-e55c-408a-bc02-e2912dc225db"
 

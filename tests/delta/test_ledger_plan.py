@@ -9,6 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from recovery.core.model import (
+    ClusterView,
+    OffsetRange,
+    Policy,
+    Strategy,
+    StrategyKind,
+    TopicPartition,
+    Verdict,
+)
+from recovery.core.plan import decide_repair
 from recovery.delta.ledger_model import (
     METADATA_KEY,
     LedgerEntry,
@@ -19,8 +29,6 @@ from recovery.delta.ledger_model import (
 )
 from recovery.delta.ledger_plan import correction_rows, ledger_view, plan_ledger_repair
 from recovery.errors import ExitCode
-from recovery.model import ClusterView, OffsetRange, Policy, Strategy, StrategyKind, TopicPartition, Verdict
-from recovery.plan import plan_repair
 from recovery.report import delta as report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +57,7 @@ def test_ledger_is_one_source_starting_at_the_latest_end_offsets() -> None:
 def test_correction_rows_come_from_the_moves() -> None:
     ledger = state(p0=100, p1=40)
     cluster = ClusterView({T0: OffsetRange(250, 900), T1: OffsetRange(0, 50)})
-    rows, dropped = correction_rows(ledger, plan_repair(ledger_view(ledger), cluster), now_us=NOW_US)
+    rows, dropped = correction_rows(ledger, decide_repair(ledger_view(ledger), cluster), now_us=NOW_US)
     assert rows == (
         LedgerRow(
             "orders-hourly",
@@ -220,9 +228,9 @@ def test_ledger_planning_and_rendering_do_no_io(module: str) -> None:
     assert not {m for m in imported if m and m.split(".")[0] in io}
     local = {m for m in imported if m and m.startswith("recovery")}
     assert local <= {
-        "recovery.model",
+        "recovery.core.model",
         "recovery.errors",
-        "recovery.plan",
+        "recovery.core.plan",
         "recovery.checkpoint.format",
         "recovery.delta.model",
         "recovery.delta.ledger_model",

@@ -11,8 +11,8 @@ import pytest
 from fleet_helpers import invoke, write
 
 from recovery.conf import load_conf, parse_duration_s
+from recovery.core.model import GateMode, Isolation
 from recovery.errors import ConfigError
-from recovery.model import GateMode, Isolation
 
 SECRET = "s3cr3t-Pa55-do-not-print"
 

@@ -17,11 +17,11 @@ import pytest
 from fleet_helpers import example_rig, invoke, write
 
 from recovery.conf import load_conf
+from recovery.core.model import COULD_NOT_READ
 from recovery.errors import ExitCode
 from recovery.fleet import validate_fleet
 from recovery.local import topics
 from recovery.local.broker import free_port
-from recovery.model import COULD_NOT_READ
 
 SECRET = "fleet-Secret-value-never-shown"
 LOG_START = 12  # DeleteRecords moves partitions 0 and 1 of the loss topic here (partition 2 keeps 0)

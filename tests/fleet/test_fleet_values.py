@@ -5,8 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from recovery.checkpoint.restart import Issue, Level
 from recovery.conf import JobConf
+from recovery.core.model import (
+    COULD_NOT_READ,
+    OFFSET_CHANGED,
+    Finding,
+    Isolation,
+    OffsetRange,
+    TopicPartition,
+    Verdict,
+)
+from recovery.core.restart import Issue, Level
+from recovery.core.results import ValidationReport
 from recovery.errors import (
     CheckpointFormatError,
     ConfigError,
@@ -17,17 +27,7 @@ from recovery.errors import (
     StorageError,
 )
 from recovery.fleet import FleetReport, JobFailure, JobResult, JobVerdict
-from recovery.model import (
-    COULD_NOT_READ,
-    OFFSET_CHANGED,
-    Finding,
-    Isolation,
-    OffsetRange,
-    TopicPartition,
-    Verdict,
-)
 from recovery.report.fleet import fleet_notes, fleet_rows, format_duration, summary_line
-from recovery.results import Report
 
 
 def finding(
@@ -51,7 +51,9 @@ def checked(
     name: str, *findings: Finding, issues: tuple[Issue, ...] = (), sink: str | None = None
 ) -> JobResult:
     job = JobConf(name, "jobs.toml", "local", f"/chk/{name}")
-    report = Report(f"/chk/{name}", "q", 3, False, Isolation.READ_UNCOMMITTED, findings, issues, {}, sink)
+    report = ValidationReport(
+        f"/chk/{name}", "q", 3, False, Isolation.READ_UNCOMMITTED, findings, issues, {}, sink
+    )
     return JobResult(job, report=report)
 
 

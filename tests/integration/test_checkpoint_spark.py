@@ -27,8 +27,8 @@ from pyspark.sql import SparkSession
 from recovery.checkpoint import NextRun, list_backups, open_checkpoint, restore_backup, rewrite_offsets
 from recovery.checkpoint.crc import checksum_file
 from recovery.cli import main
+from recovery.core.model import TopicPartition
 from recovery.local.pipeline import run_once
-from recovery.model import TopicPartition
 
 # Spark 4.1+ moved the checkpoint file managers to ...streaming.checkpointing (checked in the
 # spark-sql_2.13-4.2.0 jar: org/apache/spark/sql/execution/streaming/checkpointing/
@@ -159,7 +159,7 @@ def test_spark_restarts_from_rewritten_offsets_and_restore_is_byte_exact(
 KILLED_REWRITE = """
 import sys
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
-from recovery.model import TopicPartition
+from recovery.core.model import TopicPartition
 rewrite_offsets(open_checkpoint(sys.argv[1]), {0: {0: {TopicPartition(sys.argv[2], 0): 4}}})
 """
 

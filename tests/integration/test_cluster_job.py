@@ -16,11 +16,11 @@ from deltalake import DeltaTable
 from kafka_tools import describe_group
 from streaming_job import NOW
 
-from recovery.heartbeat import read_heartbeat
+from recovery.checkpoint.heartbeat import read_heartbeat
+from recovery.core.model import TopicPartition
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import group_offsets
 from recovery.local.spark_cluster import LocalSparkCluster
-from recovery.model import TopicPartition
 
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
 

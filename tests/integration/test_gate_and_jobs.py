@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from streaming_job import NOW, Job, offsets, tree_digest
 
 from recovery.cli import cli
+from recovery.core.model import TopicPartition
 from recovery.gate import GateFailed, GateMode, prestart_gate
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import group_offsets
 from recovery.local import topics
-from recovery.model import TopicPartition
 
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
 

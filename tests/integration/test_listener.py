@@ -15,12 +15,12 @@ from kafka_tools import describe_group
 from pyspark.sql import SparkSession
 from streaming_job import NOW
 
-from recovery.heartbeat import read_heartbeat
+from recovery.checkpoint.heartbeat import read_heartbeat
+from recovery.core.model import TopicPartition
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import group_offsets
 from recovery.listener import QueryMonitor
 from recovery.local.pipeline import start_kafka_to_delta
-from recovery.model import TopicPartition
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 180.0) -> None:

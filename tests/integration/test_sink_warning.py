@@ -10,11 +10,11 @@ from click.testing import CliRunner
 from streaming_job import NOW, tree_digest
 
 from recovery.cli import cli
+from recovery.core.model import GateMode
 from recovery.errors import SinkWouldSkip
 from recovery.gate import prestart_gate
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
-from recovery.model import GateMode
 
 
 def test_a_sink_ahead_of_an_older_checkpoint_is_reported_and_blocks_execute(

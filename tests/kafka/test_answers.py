@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from recovery.core.model import Isolation, NoMatch, TopicPartition
+from recovery.core.specs import TimeKind, TimeSpec, parse_topic_partitions
 from recovery.errors import NoOffsetForTime, TopicNotFound
 from recovery.kafka.answers import offset_rows, queries, torn
 from recovery.kafka.selection import explicit_partitions, selected_partitions
-from recovery.kafka.specs import TimeKind, TimeSpec, parse_topic_partitions
 from recovery.kafka.values import ListedTopic, OffsetRow, PartitionOffsets, TimeLookup, TopicInfo
-from recovery.model import Isolation, NoMatch, TopicPartition
 
 ORDERS_0 = TopicPartition("orders", 0)
 ORDERS_1 = TopicPartition("orders", 1)

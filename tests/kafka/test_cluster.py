@@ -9,6 +9,8 @@ from dataclasses import replace
 import pytest
 from confluent_kafka import Producer
 
+from recovery.core.model import ClusterView, Isolation, NoMatch, OffsetRange, TopicPartition
+from recovery.core.specs import parse_topic_partitions
 from recovery.errors import NoOffsetForTime
 from recovery.kafka import topic_ids
 from recovery.kafka.admin import admin_for
@@ -20,10 +22,8 @@ from recovery.kafka.cluster import (
     topics_matching,
 )
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.specs import parse_topic_partitions
 from recovery.local import topics
 from recovery.local.topics import Record
-from recovery.model import ClusterView, Isolation, NoMatch, OffsetRange, TopicPartition
 
 
 def test_cluster_view_lists_every_partition_of_existing_topics(
@@ -142,7 +142,7 @@ def test_cluster_for_finds_records_newer_than_the_batch_below_the_position(
     position exists): the first record newer than the batch (plus the clock-skew allowance);
     where none is, the log end; partitions whose log starts at the position are not judged."""
     from recovery import resume
-    from recovery.model import CheckpointFile, CheckpointView, SourcePosition
+    from recovery.core.model import CheckpointFile, CheckpointView, SourcePosition
     from recovery.resume import CLOCK_SKEW_ALLOWANCE_MS, cluster_for
 
     if times_after_ranges:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from recovery.core.model import TopicPartition, Verdict
 from recovery.errors import (
     ExitCode,
     GroupActive,
@@ -38,7 +39,6 @@ from recovery.kafka.group_values import (
 )
 from recovery.kafka.groups import default_backup_dir, load_offsets_file, write_backup
 from recovery.kafka.values import MissingPartition, MissingReason, PartitionOffsets
-from recovery.model import TopicPartition, Verdict
 
 TP0 = TopicPartition("orders", 0)
 TP1 = TopicPartition("orders", 1)

@@ -17,6 +17,7 @@ from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient
 
 from recovery.cli import cli, run
+from recovery.core.model import TopicPartition
 from recovery.errors import GroupActive, GroupNotOurs, InvalidInput, OffsetOutsideLog
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import (
@@ -25,7 +26,6 @@ from recovery.kafka.groups import (
     read_offsets_file,
     set_group_offsets,
 )
-from recovery.model import TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checkpoint"))
 from chk_builder import write_checkpoint  # tests/checkpoint: a checkpoint as Spark writes it

@@ -44,9 +44,8 @@ def test_public_names_are_exported() -> None:
         "offsets",
         "read",
         "read_helper",
-        "runway",
+        "runway_facts",
         "selection",
-        "specs",
         "values",
     }
     plumbing = {"annotations", "importlib", "TYPE_CHECKING", "Any"}

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
+from recovery.core.model import TopicPartition
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.logdirs import _largest, kafka_python_settings, partition_sizes
-from recovery.model import TopicPartition
 
 
 def test_librdkafka_settings_become_kafka_python_keywords() -> None:

@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from confluent_kafka import Producer
 
 from recovery.cli import cli
+from recovery.core.model import Isolation, NoMatch, OffsetRange, TopicPartition
+from recovery.core.specs import TimeKind, TimeSpec, iso_utc, parse_topic_partitions, topic_regex
 from recovery.errors import KafkaUnavailable, NoOffsetForTime, TopicNotFound
 from recovery.kafka import (
     KafkaAdmin,
@@ -29,12 +31,10 @@ from recovery.kafka import (
     topic_ids,
 )
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.specs import TimeKind, TimeSpec, iso_utc, parse_topic_partitions, topic_regex
 from recovery.kafka.values import ListedTopic
 from recovery.local import topics
 from recovery.local.broker import LocalKafkaBroker
 from recovery.local.topics import Record
-from recovery.model import Isolation, NoMatch, OffsetRange, TopicPartition
 
 # Recent timestamps: records older than retention.ms (7 days) are deleted by the rig's fast retention.
 T0 = (int(time.time() * 1000) // 1000) * 1000 - 3_600_000

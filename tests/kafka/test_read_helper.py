@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from recovery.core.model import Isolation, OffsetRange, TopicPartition
 from recovery.errors import KafkaError, KafkaUnavailable
 from recovery.kafka import LogReader
 from recovery.kafka._retry import Deadline
 from recovery.kafka._shared_read import OFFSETS_PER_PROCESS, Helper, ReadState, groups, worth, worth_sharing
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
-from recovery.model import Isolation, OffsetRange, TopicPartition
 
 
 def tps(topic: str, n: int) -> list[TopicPartition]:

@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from confluent_kafka import Producer
 
 from recovery.cli import cli
+from recovery.core.model import Isolation, OffsetRange, TopicPartition
 from recovery.errors import KafkaUnavailable, TopicNotFound
 from recovery.kafka import LogReader, PartitionRead, read_to_end
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
-from recovery.model import Isolation, OffsetRange, TopicPartition
 
 # Topics holding records with fixed, past timestamps keep them: the rig checks retention every second.
 KEEP = {"retention.ms": "-1"}
@@ -287,7 +287,7 @@ def test_records_written_after_the_snapshot_are_not_read(
     kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str], produce: Callable[..., int]
 ) -> None:
     """from_selection snapshots the ends once (with the starts); records written later are left out."""
-    from recovery.kafka.specs import parse_time, parse_topic_partitions
+    from recovery.core.specs import parse_time, parse_topic_partitions
 
     topic = new_topic(partitions=1)
     produce(topic, 4, partitions=1)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from recovery.core.model import NoMatch, OffsetRange, TopicPartition
+from recovery.core.specs import TimeKind, TimeSpec, iso_utc
 from recovery.kafka.group_values import GroupChange, GroupOffsets, group_report
-from recovery.kafka.specs import TimeKind, TimeSpec, iso_utc
 from recovery.kafka.values import (
     ConsumedRecord,
     MissingPartition,
@@ -17,7 +18,6 @@ from recovery.kafka.values import (
     RecordChunk,
     TimeLookup,
 )
-from recovery.model import NoMatch, OffsetRange, TopicPartition
 from recovery.report.offsets import (
     OFFSETS_JSON_KEYS,
     group_set_note,

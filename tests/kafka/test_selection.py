@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from recovery.core.specs import parse_topic_partitions
 from recovery.kafka.selection import exact_names
-from recovery.kafka.specs import parse_topic_partitions
 
 
 @pytest.mark.parametrize(

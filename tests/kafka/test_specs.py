@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recovery.errors import OffsetSpecError
-from recovery.kafka.specs import (
+from recovery.core.specs import (
     PartitionRange,
     TimeKind,
     TimeSpec,
@@ -14,6 +13,7 @@ from recovery.kafka.specs import (
     parse_topic_partitions,
     topic_regex,
 )
+from recovery.errors import OffsetSpecError
 
 
 @pytest.mark.parametrize(

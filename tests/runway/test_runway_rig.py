@@ -20,14 +20,14 @@ from click.testing import CliRunner, Result
 
 from recovery.api import checkpoint_lag, validate_checkpoint
 from recovery.cli import cli, run
+from recovery.core.model import GateMode, Runway, TopicPartition, Verdict
+from recovery.core.runway import RecordStamp
 from recovery.gate import prestart_gate
-from recovery.kafka import runway as runway_module
+from recovery.kafka import runway_facts as runway_module
 from recovery.kafka.config import KafkaConfig
-from recovery.kafka.runway import RunwayReader, runway_facts
+from recovery.kafka.runway_facts import RunwayReader, runway_facts
 from recovery.local import topics
 from recovery.local.broker import RETENTION_TESTABLE
-from recovery.model import GateMode, Runway, TopicPartition, Verdict
-from recovery.runway import RecordStamp
 
 CHECK_INTERVAL_MS = int(RETENTION_TESTABLE["log.retention.check.interval.ms"])
 RETENTION_MS = 20_000
@@ -107,8 +107,8 @@ def test_size_retention_deletes_unread_records_no_sooner_than_the_estimate_says(
     """retention.bytes: validate estimates the bytes still to go from the partition's size
     (DescribeLogDirs) and calls the partition AT_RISK; the broker then deletes the unread records only
     after at least that many more bytes were written."""
+    from recovery.core.model import TopicPartition
     from recovery.kafka.logdirs import partition_sizes
-    from recovery.model import TopicPartition
 
     limit, segment = 3 * 1024 * 1024, 1024 * 1024  # the smallest segment.bytes Kafka 4 takes
     topic = new_topic(1, {"retention.ms": "-1", "retention.bytes": str(limit), "segment.bytes": str(segment)})

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from recovery.api import _refuse_unknown_scope
-from recovery.errors import OffsetSpecError
-from recovery.model import (
+from recovery.core.model import (
     COULD_NOT_READ,
     Finding,
     Isolation,
@@ -21,9 +20,8 @@ from recovery.model import (
     TopicPartition,
     Verdict,
 )
-from recovery.report.findings import finding_rows, paged, report_notes, runway_cell, validate_table
-from recovery.results import PartitionLag, Report
-from recovery.runway import (
+from recovery.core.results import PartitionLag, ValidationReport
+from recovery.core.runway import (
     RecordStamp,
     TopicRetention,
     apply_runway,
@@ -33,6 +31,8 @@ from recovery.runway import (
     size_runway,
     wanted_positions,
 )
+from recovery.errors import OffsetSpecError
+from recovery.report.findings import finding_rows, paged, report_notes, runway_cell, validate_table
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000
@@ -202,7 +202,7 @@ def test_a_runway_already_past_says_the_next_retention_check() -> None:
 def test_report_rows_notes_and_exit_code() -> None:
     stamps = {(T0, 100): RecordStamp(100, NOW - WEEK + 2 * HOUR)}
     findings = apply_runway((ok(),), {"orders": DELETE}, stamps, now_ms=NOW, warn_ms=6 * HOUR)
-    report = Report(
+    report = ValidationReport(
         "/chk", "q", 3, False, Isolation.READ_UNCOMMITTED, findings, runway_at_ms=NOW, runway_warn_s=6 * 3600
     )
 
@@ -220,7 +220,7 @@ def test_report_rows_notes_and_exit_code() -> None:
         == "action needed: start the query before retention deletes what it has not read"
     )
 
-    healthy = Report(
+    healthy = ValidationReport(
         "/chk",
         "q",
         3,
@@ -295,7 +295,7 @@ def test_a_long_validate_table_shows_what_needs_action_first_and_sums_up_the_res
         )
         for p in range(3)
     ]
-    report = Report("/chk", "q", 3, False, Isolation.READ_UNCOMMITTED, (*healthy, *lost))
+    report = ValidationReport("/chk", "q", 3, False, Isolation.READ_UNCOMMITTED, (*healthy, *lost))
 
     rows, lines = validate_table(report)
 
@@ -346,7 +346,7 @@ def test_from_file_rows_the_checkpoint_does_not_read_are_refused_with_the_closes
 
 
 def test_a_topic_scope_typo_names_the_closest_topic() -> None:
-    from recovery.kafka.specs import parse_topic_partitions
+    from recovery.core.specs import parse_topic_partitions
 
     with pytest.raises(
         OffsetSpecError, match=r"--topic ordrs: the checkpoint reads no such topic \(closest: orders\)"
@@ -355,8 +355,8 @@ def test_a_topic_scope_typo_names_the_closest_topic() -> None:
 
 
 def test_moves_past_a_page_are_summed_up() -> None:
+    from recovery.core.results import RepairResult
     from recovery.report.findings import repair_table
-    from recovery.results import RepairResult
 
     moves = tuple(
         Move("0", TopicPartition("big", p), Verdict.BELOW_LOG_START, 1, 5, lost=4) for p in range(60)

@@ -15,8 +15,8 @@ from stopped import stopped
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.checkpoint.recovery_dir import LAST_WRITE_FILE
 from recovery.cli import main
+from recovery.core.model import TopicPartition
 from recovery.errors import InvalidInput
-from recovery.model import TopicPartition
 
 O0 = TopicPartition("orders", 0)
 

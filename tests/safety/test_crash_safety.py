@@ -23,14 +23,14 @@ from stopped import stopped
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.checkpoint.intent import read_interrupted
 from recovery.checkpoint.recovery_dir import INTENT_FILE
-from recovery.checkpoint.restart import Level
 from recovery.checkpoint.store import FAULT_AT_ENV, FAULT_LOG_ENV, Store
-from recovery.model import TopicPartition
+from recovery.core.model import TopicPartition
+from recovery.core.restart import Level
 
 REWRITE = """
 import sys
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
-from recovery.model import TopicPartition as TP
+from recovery.core.model import TopicPartition as TP
 chk = open_checkpoint(sys.argv[1])
 rewrite_offsets(chk, {1: {0: {TP("orders", 0): 15}}, 2: {0: {TP("orders", 0): 25, TP("orders", 2): 5}}},
                 initial={0: {TP("orders", 1): 3}}, extra={"_recovery/topic-ids.json": b"{}"})
@@ -38,7 +38,7 @@ rewrite_offsets(chk, {1: {0: {TP("orders", 0): 15}}, 2: {0: {TP("orders", 0): 25
 LOCKED_REWRITE = """
 import sys
 from recovery.checkpoint import checkpoint_lock, open_checkpoint, rewrite_offsets
-from recovery.model import TopicPartition as TP
+from recovery.core.model import TopicPartition as TP
 with checkpoint_lock(sys.argv[1], command="test"):
     chk = open_checkpoint(sys.argv[1])
     rewrite_offsets(chk, {1: {0: {TP("orders", 0): 15}}, 2: {0: {TP("orders", 0): 25, TP("orders", 2): 5}}},

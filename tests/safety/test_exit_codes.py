@@ -27,7 +27,7 @@ from stopped import stopped
 
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.cli import cli, main
-from recovery.model import TopicPartition
+from recovery.core.model import TopicPartition
 
 CODES = (0, 1, 2, 3)
 # deltalake (delta-rs) takes its S3 settings from the environment: an endpoint where nothing listens.

@@ -1,5 +1,6 @@
-"""The heartbeat (recovery.heartbeat) on local disk, and how the write path judges it
-(recovery.heartbeat.refuse_if_in_use). The real-Spark version is tests/safety/test_heartbeat_spark.py."""
+"""The heartbeat (recovery.checkpoint.heartbeat) on local disk, and how the write path judges it
+(recovery.checkpoint.heartbeat.refuse_if_in_use). The real-Spark version is
+tests/safety/test_heartbeat_spark.py."""
 
 from __future__ import annotations
 
@@ -14,9 +15,7 @@ import pytest
 from chk_builder import QUERY_ID, tree, write_checkpoint
 
 from recovery.checkpoint import open_checkpoint, restore_backup, rewrite_offsets
-from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE, LAST_WRITE_FILE
-from recovery.errors import CheckpointInUse
-from recovery.heartbeat import (
+from recovery.checkpoint.heartbeat import (
     NO_HEARTBEAT,
     Heartbeat,
     Liveness,
@@ -25,7 +24,9 @@ from recovery.heartbeat import (
     refuse_if_in_use,
     write_heartbeat,
 )
-from recovery.model import TopicPartition
+from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE, LAST_WRITE_FILE
+from recovery.core.model import TopicPartition
+from recovery.errors import CheckpointInUse
 
 RUN_ID = "0b7e4c1a-1111-4222-8333-944455566677"
 NOW_MS = 1_800_000_000_000

@@ -25,8 +25,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
 
+from recovery.checkpoint.heartbeat import NO_HEARTBEAT, read_heartbeat, write_heartbeat
 from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE
-from recovery.heartbeat import NO_HEARTBEAT, read_heartbeat, write_heartbeat
 
 pytestmark = pytest.mark.integration
 

@@ -22,9 +22,9 @@ from recovery import (
 )
 from recovery.api import checkpoint_time_targets
 from recovery.checkpoint.store import Store
+from recovery.core.specs import MAX_TIMESTAMP_MS, TimeKind, TimeSpec, iso_utc
 from recovery.errors import ExitCode, InvalidInput, OffsetSpecError, RecoveryError
 from recovery.kafka.cluster import time_targets
-from recovery.kafka.specs import MAX_TIMESTAMP_MS, TimeKind, TimeSpec, iso_utc
 
 NOWHERE = KafkaConfig("127.0.0.1:1", timeout_s=1)
 ORDERS_0 = TopicPartition("orders", 0)

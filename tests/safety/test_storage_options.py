@@ -13,8 +13,8 @@ from chk_builder import checkpoint_files
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.checkpoint.store import FAULT_LOG_ENV, Store
 from recovery.cli import main
+from recovery.core.model import TopicPartition
 from recovery.errors import ConfigError, ExitCode
-from recovery.model import TopicPartition
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""From what the user asked to a :class:`~recovery.model.Strategy` (pure: no IO, no clock).
+"""From what the user asked to a :class:`~recovery.core.model.Strategy` (pure: no IO, no clock).
 
 ``repair`` and ``ledger repair`` take the reset strategies of ``kafka-consumer-groups
 --reset-offsets`` (``--to-datetime``, ``--by-duration``, ``--shift-by``, ``--to-offset``,
@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from recovery.core.model import NoMatch, OnBeyondEnd, Strategy, StrategyKind, TopicPartition, TopicSelection
+from recovery.core.specs import parse_timestamp_ms
 from recovery.errors import OffsetSpecError
-from recovery.kafka.specs import parse_timestamp_ms
-from recovery.model import NoMatch, OnBeyondEnd, Strategy, StrategyKind, TopicPartition, TopicSelection
 
 # ISO-8601 durations as kafka-consumer-groups' --by-duration takes them (java.time.Duration.parse,
 # without the sign and fraction forms it also allows): PnDTnHnMnS.
@@ -58,7 +58,7 @@ def parse_duration_ms(text: str) -> int:
 
 def parse_datetime_ms(text: str, option: str = "--to-datetime") -> int:
     """An ISO-8601 date-time (UTC unless it carries an offset) or epoch milliseconds, as ``option``
-    takes it, from 1970 to 9999 (:func:`recovery.kafka.specs.check_timestamp_ms`); the words
+    takes it, from 1970 to 9999 (:func:`recovery.core.specs.check_timestamp_ms`); the words
     ``earliest``/``latest`` are strategies of their own, not times."""
     return parse_timestamp_ms(
         text, option, "give an ISO-8601 date-time such as 2026-11-22T06:00:00Z, or epoch milliseconds"

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from recovery.core.model import PartitionRange, TopicPattern, TopicSelection
 from recovery.errors import OffsetSpecError
-from recovery.model import PartitionRange, TopicPattern, TopicSelection
 
 __all__ = [
     "PartitionRange",

@@ -10,13 +10,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from recovery.checkpoint.restart import Issue, Level
+from recovery.core.model import Finding, Isolation, Plan, Runway, StartingOffset, TopicPartition, Verdict
+from recovery.core.restart import Issue, Level
 from recovery.errors import ExitCode
-from recovery.model import Finding, Isolation, Plan, Runway, StartingOffset, TopicPartition, Verdict
 
 
 @dataclass(frozen=True)
-class Report:
+class ValidationReport:
     """What ``validate`` found: per-partition findings plus checkpoint-level issues."""
 
     checkpoint: str

@@ -231,8 +231,8 @@ def read_heartbeat(
 def refuse_if_in_use(chk: Checkpoint, active_within_s: float, *, now_ms: int | None = None) -> None:
     """Raise CheckpointInUse when a query looks like it is running on this checkpoint.
 
-    The heartbeat the toolkit's listener leaves in ``_recovery/`` decides first
-    (:func:`recovery.heartbeat.judge`): a fresh ``running`` one refuses, a ``terminated`` one written
+    The heartbeat the toolkit's listener leaves in ``_recovery/`` decides first (:func:`judge`):
+    a fresh ``running`` one refuses, a ``terminated`` one written
     after the newest batch file allows. Otherwise liveness is guessed from file ages: a running
     query writes offsets/N before each batch and commits/N after it, so a newest one younger than
     ``active_within_s`` refuses. An idle query writes no batch files, so the guess cannot prove a

@@ -3,7 +3,7 @@ and by the report layer (:mod:`recovery.report`), which builds its tables and te
 
 from __future__ import annotations
 
-from recovery.model import Move
+from recovery.core.model import Move
 
 
 def record_count(n: int, upper_bound: bool) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from recovery.model import CheckpointFile
+from recovery.core.model import CheckpointFile
 
 # spark.sql.streaming.minBatchesToRetain (default 100; public since 4.3.0, SPARK-47013).
 DEFAULT_MIN_BATCHES_TO_RETAIN = 100

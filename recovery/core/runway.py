@@ -1,5 +1,5 @@
 """Retention runway: how long until retention may delete records a query has not read (pure: facts
-in, values out; the facts come from :mod:`recovery.kafka.runway`).
+in, values out; the facts come from :mod:`recovery.kafka.runway_facts`).
 
 How the broker deletes (apache/kafka core/src/main/scala/kafka/log/UnifiedLog.scala,
 ``deleteRetentionMsBreachedSegments``; LogManager.scala schedules it every
@@ -7,7 +7,7 @@ How the broker deletes (apache/kafka core/src/main/scala/kafka/log/UnifiedLog.sc
 retention.ms``, oldest first, stopping at the first segment that is not. The segment holding the
 record at the query's position ``p`` has a largest timestamp ``>= ts(p)``, and the log start passes
 ``p`` only when that segment goes. So nothing the query has not read can be deleted by time before
-``ts(p) + retention.ms``: that is :attr:`~recovery.model.Runway.earliest_delete_ms`, a guaranteed
+``ts(p) + retention.ms``: that is :attr:`~recovery.core.model.Runway.earliest_delete_ms`, a guaranteed
 lower bound. In practice deletion comes later: when the segment's newest record is that old
 (up to ``segment.ms`` later under steady writes) and at the next retention check.
 
@@ -30,9 +30,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from recovery.core.model import Finding, OffsetRange, Runway, TopicPartition, Verdict, rebuilt
+from recovery.core.strategy import parse_duration_ms
 from recovery.errors import OffsetSpecError
-from recovery.model import Finding, OffsetRange, Runway, TopicPartition, Verdict, rebuilt
-from recovery.strategy import parse_duration_ms
 
 __all__ = [
     "RecordStamp",

@@ -255,7 +255,7 @@ class ClusterView:
 
 @dataclass(frozen=True)
 class Runway:
-    """How long until retention may delete records a query has not read (:mod:`recovery.runway`).
+    """How long until retention may delete records a query has not read (:mod:`recovery.core.runway`).
 
     ``earliest_delete_ms``: the earliest time the broker may delete the record at the position
     (its timestamp + ``retention.ms``; None: not by time: compacted, infinite retention, nothing
@@ -362,7 +362,7 @@ class Strategy:
 
 
 # A checkpoint whose newest batch file is younger than this is taken as in use by a running query
-# when it has no heartbeat to say otherwise (recovery.heartbeat.refuse_if_in_use).
+# when it has no heartbeat to say otherwise (recovery.checkpoint.heartbeat.refuse_if_in_use).
 DEFAULT_ACTIVE_WITHIN_S = 300.0
 
 

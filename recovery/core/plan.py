@@ -1,8 +1,8 @@
 """The planning core: values already read in, findings and a repair plan out. No IO, no clock.
 
 ``assess`` judges every partition of every Kafka source of a checkpoint against the live cluster
-and predicts what Spark does on restart. ``plan_repair`` turns the findings and a strategy into a
-:class:`~recovery.model.Plan`: which values in which files change, and what that costs in records.
+and predicts what Spark does on restart. ``decide_repair`` turns the findings and a strategy into a
+:class:`~recovery.core.model.Plan`: which values in which files change, and what that costs in records.
 
 The default strategy repairs the way a Kafka follower handles OFFSET_OUT_OF_RANGE
 (``AbstractFetcherThread.fetchOffsetAndTruncate``): a position below the leader's log start moves up
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from recovery.model import (
+from recovery.core.model import (
     ADDED_NOT_FROM_ZERO,
     COULD_NOT_READ,
     OFFSET_CHANGED,
@@ -263,7 +263,7 @@ def _judge(
         )
     if position is None:  # only in the stored end of a re-run batch: Spark treats it as added
         return _new_partition(source, tp, available, batch_end=batch_end)
-    base = rebuilt(  # Finding(...) without its frozen __init__ (see recovery.model.rebuilt)
+    base = rebuilt(  # Finding(...) without its frozen __init__ (see recovery.core.model.rebuilt)
         _BLANK, source_id=source.source_id, tp=tp, position=position, batch_end=batch_end, available=available
     )
 
@@ -528,7 +528,7 @@ def _new_partition(
 # -- repair --------------------------------------------------------------------------------------
 
 
-def plan_repair(
+def decide_repair(
     view: CheckpointView,
     cluster: ClusterView,
     strategy: Strategy | None = None,
@@ -600,7 +600,7 @@ def _move(finding: Finding, strategy: Strategy) -> Iterable[Move]:
     def move(
         old: int | None, new: int | None, reason: str, lost: int = 0, skipped: int = 0, replayed: int = 0
     ) -> Move:
-        # Every field, without the frozen __init__ (see recovery.model.rebuilt; a plan of 100,000
+        # Every field, without the frozen __init__ (see recovery.core.model.rebuilt; a plan of 100,000
         # partitions makes 100,000 moves). A test checks that these are exactly Move's fields.
         made = object.__new__(Move)
         made.__dict__.update(
@@ -690,7 +690,7 @@ def _change(
     file: CheckpointFile, source_id: str, tp: TopicPartition, old: int | None, new: int | None
 ) -> OffsetChange:
     """``OffsetChange(file, source_id, tp, old, new)`` without the frozen ``__init__`` (see
-    :func:`recovery.model.rebuilt`; a test checks these are exactly its fields)."""
+    :func:`recovery.core.model.rebuilt`; a test checks these are exactly its fields)."""
     made = object.__new__(OffsetChange)
     made.__dict__.update(file=file, source_id=source_id, tp=tp, old=old, new=new)
     return made

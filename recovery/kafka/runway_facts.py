@@ -1,4 +1,4 @@
-"""The facts a retention runway needs (:mod:`recovery.runway` decides with them):
+"""The facts a retention runway needs (:mod:`recovery.core.runway` decides with them):
 
 * each topic's ``retention.ms``, ``retention.bytes``, ``cleanup.policy`` and ``segment.ms``: one
   DescribeConfigs request for all topics (the effective values: a topic without its own setting
@@ -28,14 +28,14 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from recovery.core.model import Isolation, TopicPartition
+from recovery.core.runway import RecordStamp, TopicRetention
 from recovery.errors import RecoveryError
 from recovery.kafka._errors import error_code, scrub
 from recovery.kafka._retry import Deadline
 from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.logdirs import partition_sizes
-from recovery.model import Isolation, TopicPartition
-from recovery.runway import RecordStamp, TopicRetention
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
@@ -67,7 +67,7 @@ READ_AHEAD_MAX = 5_000
 
 
 class RunwayFacts(NamedTuple):
-    """What :func:`recovery.runway.apply_runway` judges with: each topic's retention, the record
+    """What :func:`recovery.core.runway.apply_runway` judges with: each topic's retention, the record
     stamp at each position, and the sizes of size-limited topics' partitions (each: or why not)."""
 
     retention: dict[str, TopicRetention | str]
