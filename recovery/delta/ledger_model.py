@@ -32,7 +32,7 @@ from recovery.errors import ExitCode
 
 SOURCE_ID = "ledger"  # the one SourcePosition a ledger is seen as
 WRITTEN_BY = "stream-recovery"  # the written_by of correction rows
-METADATA_KEY = "stream-recovery.core.plan"  # the correction commit's custom metadata key
+METADATA_KEY = "stream-recovery.plan"  # the correction commit's custom metadata key
 
 
 @dataclass(frozen=True)

@@ -236,3 +236,8 @@ def test_ledger_planning_and_rendering_do_no_io(module: str) -> None:
         "recovery.delta.ledger_model",
         "recovery.report.findings",
     }
+
+
+def test_the_correction_commits_metadata_key_is_a_stored_format() -> None:
+    """Ledger correction commits already written carry this key; renaming it would hide their plans."""
+    assert METADATA_KEY == "stream-recovery.plan"
