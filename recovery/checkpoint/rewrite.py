@@ -1,4 +1,5 @@
-"""Rewriting Kafka offsets in place, with a backup first; listing and restoring backups.
+"""Rewriting Kafka offsets in place, with a backup first; restoring a backup set.
+(Backup sets themselves: :mod:`~recovery.checkpoint.backup`.)
 
     plan = plan_offset_rewrite(chk, {5: {0: {TopicPartition("orders", 1): 300}}})   # pure: bytes only
     backup = apply_rewrite(chk, plan)                                                # backup, then write

@@ -1,11 +1,16 @@
 """Kafka edges of stream-recovery: offsets, topic identity, reading to the end, consumer groups.
 
+* :mod:`~recovery.kafka.config`: :class:`KafkaConfig`, client settings and properties files;
 * :mod:`~recovery.kafka.values`, :mod:`~recovery.kafka.group_values`, :mod:`~recovery.kafka.answers`,
-  :mod:`~recovery.kafka.selection`, :mod:`~recovery.core.specs`: values and decisions (pure);
+  :mod:`~recovery.kafka.selection`: values and decisions (pure); offset specs are
+  :mod:`recovery.core.specs`;
 * :mod:`~recovery.kafka.admin`: the AdminClient (IO), one shared client per config;
 * :mod:`~recovery.kafka.offsets`, :mod:`~recovery.kafka.cluster`, :mod:`~recovery.kafka.groups`,
   :mod:`~recovery.kafka.read`: what the library asks Kafka, by :class:`KafkaConfig`;
-* :mod:`~recovery.kafka.read_helper`: the helper processes a large read-to-end is shared with;
+* :mod:`~recovery.kafka.runway_facts`: what a retention runway needs (retention settings, the
+  timestamps at the positions); :mod:`~recovery.kafka.logdirs`: partition sizes (DescribeLogDirs);
+* :mod:`~recovery.kafka.read_helper`: the program of the helper processes a large read-to-end is
+  shared with; ``_shared_read`` (private) holds what the reader and its helpers share;
 * ``_errors`` and ``_retry`` (private): error mapping and bounded retries.
 
 Only admin, groups and read import confluent_kafka, and they do it inside functions; the names
