@@ -15,6 +15,7 @@ from typing import Any
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
 from recovery.core.model import (
+    CLOCK_SKEW_ALLOWANCE_MS,
     CheckpointFile,
     CheckpointView,
     ClusterView,
@@ -30,12 +31,6 @@ from recovery.kafka.admin import admin_for
 from recovery.kafka.cluster import cluster_with_times, first_offsets_at_times
 from recovery.kafka.config import KafkaConfig
 from recovery.topic_ids import read_topic_ids
-
-# A record's CreateTime comes from the producer's clock, the batch's time from the Spark driver's:
-# only a record this much newer than the batch that read past it is taken as proof of a rewritten
-# topic. A healthy topic must never look recreated (a repair would replay it from the log start);
-# a topic recreated within this window after the last batch is not told this way.
-CLOCK_SKEW_ALLOWANCE_MS = 10 * 60 * 1000
 
 # Partitions whose time lookups go out with the log ranges' ListOffsets, at most. Beyond, a time
 # lookup waits for the ranges and asks only where it can tell something (:func:`_may_tell`): one

@@ -11,7 +11,9 @@
 Every fsspec/OS error is turned into :class:`~recovery.errors.StorageError` naming the path, except
 what is bad input on a local path (exit 2, :class:`~recovery.errors.CheckpointFormatError`): a file
 that cannot be read for lack of permission, a special file (FIFO, device, socket: never opened, so
-nothing blocks), a symlink loop, and a symlink that leads out of the checkpoint directory.
+nothing blocks), a symlink loop, and a symlink that leads out of the checkpoint directory; and a
+path that does not exist when writing, local or remote (a directory that cannot be made, a bucket
+that does not exist: :class:`~recovery.errors.InvalidInput`, exit 2).
 
 Fault injection (tests only): when ``STREAM_RECOVERY_FAULT_AT=<n>`` is set, the process kills itself
 with SIGKILL just before its n-th file operation (1-based; each write, replace or removal counts);
@@ -103,8 +105,7 @@ def _storage_errors(
 ) -> Iterator[None]:
     """OS and SDK errors -> one-line RecoveryErrors; secrets (storage-option values, credentials in
     URLs) are masked in every message. A FileNotFoundError passes through when reading (the caller
-    reads it as "absent"); when ``writing``, it is an error like any other: a directory on the way
-    that cannot be made, or a bucket that does not exist."""
+    reads it as "absent"); when ``writing``, it is an error (see below)."""
     try:
         yield
     except RecoveryError:
@@ -113,7 +114,11 @@ def _storage_errors(
         if isinstance(exc, FileNotFoundError) and not writing:
             raise
         text = redact(f"{what}: {exc.strerror or exc}", secrets)
-        if local and exc.errno in _BAD_INPUT_ERRNOS:
+        # One rule, local or remote: a path that does not exist when writing (a local directory on
+        # the way that cannot be made, a bucket that does not exist) is bad input, exit 2: the
+        # location as given is unusable and retrying does not help. So are the local errno values
+        # of _BAD_INPUT_ERRNOS. Any other OS or SDK failure is the store's (StorageError, exit 3).
+        if (writing and isinstance(exc, FileNotFoundError)) or (local and exc.errno in _BAD_INPUT_ERRNOS):
             raise InvalidInput(text) from exc
         raise StorageError(text) from exc
     except (TypeError, ValueError) as exc:
@@ -492,7 +497,7 @@ class Store:
             return None
         fault_point(f"write {self.display(rel)}")
         path = self.full(rel)
-        with self._errors(rel):
+        with self._errors(rel, writing=True):
             try:
                 self.fs.pipe_file(path, data, mode="create")
             except OSError as exc:

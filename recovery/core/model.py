@@ -231,6 +231,13 @@ class CheckpointView:
     sink: SinkFacts | None = None  # None: the sink is not known (the outcome of a re-run may depend on it)
 
 
+# A record's CreateTime comes from the producer's clock, the batch's time from the Spark driver's:
+# only a record this much newer than the batch that read past it is taken as proof of a rewritten
+# topic. A healthy topic must never look recreated (a repair would replay it from the log start);
+# a topic recreated within this window after the batch is not told this way.
+CLOCK_SKEW_ALLOWANCE_MS = 10 * 60 * 1000
+
+
 @dataclass(frozen=True)
 class ClusterView:
     """What Kafka holds now for the topics a checkpoint reads. A topic absent here does not exist."""
@@ -242,8 +249,8 @@ class ClusterView:
     # read_committed only: each partition's high watermark (``partitions`` end at the last stable offset)
     high_watermarks: Mapping[TopicPartition, int] = field(default_factory=dict)
     # Recreation evidence: the first offset whose record is newer than the batch that read up to the
-    # source's position (``SourcePosition.start_read_by_ms``); the log end when no record is that
-    # new; absent: not looked up
+    # source's position (``SourcePosition.start_read_by_ms``) by more than CLOCK_SKEW_ALLOWANCE_MS;
+    # the log end when no record is that new; absent: not looked up
     newer_than_read: Mapping[tuple[str, TopicPartition], int] = field(default_factory=dict)
     # message.timestamp.type (CreateTime | LogAppendTime) of the topics whose timestamps tell of
     # recreation: whose clock the evidence is (looked up only for those topics)

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from recovery.core.model import (
     ADDED_NOT_FROM_ZERO,
+    CLOCK_SKEW_ALLOWANCE_MS,
     COULD_NOT_READ,
     OFFSET_CHANGED,
     PARTITIONS_DELETED,
@@ -304,23 +305,22 @@ def _judge(
         # record below the position is newer than the batch by more than the clock-skew allowance,
         # so a topic recreated sooner than that after the batch reads as OK whatever they say.
         compared = (source.source_id, tp) in cluster.newer_than_read
-        f = rebuilt(f, notes=(_cannot_tell_note(tp.topic, timestamps_compared=compared),))
+        f = rebuilt(f, notes=(*f.notes, _cannot_tell_note(tp.topic, timestamps_compared=compared)))
     upper = cluster.isolation is Isolation.READ_COMMITTED and bool(f.records_lost or f.silently_skipped)
     return rebuilt(f, upper_bound=upper) if upper != f.upper_bound else f
 
 
 def _cannot_tell_note(topic: str, *, timestamps_compared: bool) -> str:
-    """The note of a partition judged OK whose topic may have been recreated unseen."""
+    """The note of a partition judged OK whose topic may have been recreated unseen: one text per
+    topic and kind, so the report shows it once for all such partitions of the topic."""
+    minutes = CLOCK_SKEW_ALLOWANCE_MS // 60_000
     if timestamps_compared:
-        why = (
-            "no record below the position is newer than the batch that read up to it by more than the "
-            "clock-skew allowance: a topic recreated within that allowance after the batch"
-        )
-    else:
-        why = "no record timestamps to compare: a topic recreated"
+        what = f"as many records as the position, within {minutes} min after the batch that read up to it,"
+    else:  # no batch time, or no record below the position: no lookup could tell anything
+        what = "as many records as the position (no record timestamps compared)"
     return (
-        f"topic ids never recorded for {topic} and {why} with at least as many records cannot be told "
-        "apart (run `repair --execute` once while healthy to record the ids)"
+        f"topic ids never recorded for {topic}: a recreation with at least {what} cannot be ruled out "
+        "(run `repair --execute` once while healthy to record them)"
     )
 
 

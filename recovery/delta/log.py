@@ -8,7 +8,9 @@ no table at the path).
 
 This module is the one place the library imports deltalake and pyarrow: :data:`deltalake` and
 :data:`pyarrow` load them on first use, and raise :class:`~recovery.errors.DeltaNotInstalled` (exit 2,
-naming the missing one and the extra to install) where ``pip install stream-recovery`` left them out.
+naming the missing one and the extra to install) where ``pip install stream-recovery`` left them out,
+or an ``InvalidInput`` (exit 2, the import error's text and the reinstall to run) where an install is
+broken.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import ModuleType
@@ -24,7 +27,7 @@ from urllib.parse import unquote, urlparse
 
 from recovery.checkpoint.store import Store
 from recovery.delta.model import TableLog, VersionFiles
-from recovery.errors import DeltaError, DeltaNotInstalled, DeltaTableNotFound, RecoveryError
+from recovery.errors import DeltaError, DeltaNotInstalled, DeltaTableNotFound, InvalidInput, RecoveryError
 
 # What the ``delta`` extra installs (pyproject.toml), by top-level module.
 DELTA_LIBRARIES = ("deltalake", "pyarrow")
@@ -32,11 +35,27 @@ DELTA_LIBRARIES = ("deltalake", "pyarrow")
 
 def import_delta_library(name: str) -> ModuleType:
     """The module ``name`` (one of :data:`DELTA_LIBRARIES`); DeltaNotInstalled when it, or a module
-    it needs, is not installed."""
+    it needs, is not installed; InvalidInput when it is installed but cannot be imported."""
     try:
         return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        raise DeltaNotInstalled((exc.name or name).partition(".")[0]) from exc
+    except ImportError as exc:
+        raise _import_failure(name, exc) from exc
+
+
+def _import_failure(name: str, exc: ImportError) -> InvalidInput:
+    """The one-line error (exit 2) for a Delta library ``name`` that ``exc`` kept from loading.
+
+    A missing top-level module (``No module named 'pyarrow'``) means the extra, or a package it
+    needs, was left out: DeltaNotInstalled. Anything else is a broken install that importing again
+    will not mend: a missing submodule (``deltalake._internal``), a shared library or symbol the
+    loader cannot find, a name a module no longer has. Reinstalling the extra mends those."""
+    missing = exc.name or name
+    if isinstance(exc, ModuleNotFoundError) and "." not in missing:
+        return DeltaNotInstalled(missing)
+    return InvalidInput(
+        f"{name} cannot be imported ({exc}): reinstall the Delta extra: "
+        "pip install --force-reinstall 'stream-recovery[delta]'"
+    )
 
 
 class _Library:
@@ -66,19 +85,29 @@ _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.[^.]+)*\.(parquet|json)$")
 
 @contextmanager
 def delta_errors(table: str) -> Iterator[None]:
+    """deltalake's exceptions (and a Delta library failing to load inside it) as ours."""
     try:
         yield
     except RecoveryError:
         raise
-    except deltalake.exceptions.TableNotFoundError as exc:
-        raise DeltaTableNotFound(f"{table}: not a Delta table ({exc})") from exc
-    except Exception as exc:
+    except ImportError as exc:
         # deltalake imports pyarrow itself where it hands out Arrow data (pyarrow is optional to it).
-        missing = (exc.name or "").partition(".")[0] if isinstance(exc, ModuleNotFoundError) else ""
-        if missing in DELTA_LIBRARIES:
-            raise DeltaNotInstalled(missing) from exc
+        top = (exc.name or "").partition(".")[0]
+        raise _import_failure(top if top in DELTA_LIBRARIES else "deltalake", exc) from exc
+    except Exception as exc:
+        if _is_table_not_found(exc):
+            raise DeltaTableNotFound(f"{table}: not a Delta table ({exc})") from exc
         # delta-rs raises DeltaError, CommitFailedError, OSError and pyo3 panics alike.
         raise DeltaError(f"{table}: {type(exc).__name__}: {exc}") from exc
+
+
+def _is_table_not_found(exc: Exception) -> bool:
+    """Whether ``exc`` is deltalake's TableNotFoundError, without importing deltalake here: an
+    ``except deltalake.exceptions...`` clause would load it, and a broken install would then raise
+    from the clause itself. An exception deltalake raised means it loaded, and loading it loads
+    ``deltalake.exceptions`` (``deltalake/table.py`` imports it)."""
+    exceptions = sys.modules.get("deltalake.exceptions")
+    return exceptions is not None and isinstance(exc, exceptions.TableNotFoundError)
 
 
 def open_table(table: str, storage_options: Mapping[str, str] | None = None) -> deltalake.DeltaTable:

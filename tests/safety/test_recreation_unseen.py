@@ -48,10 +48,9 @@ def test_a_topic_recreated_soon_after_the_last_batch_is_ok_with_the_note_that_it
     report = json.loads(out)
     rows = [(r["partition"], r["verdict"], r["notes"]) for r in report["partitions"]]
     note = (
-        f"topic ids never recorded for {topic} and no record below the position is newer than the batch "
-        "that read up to it by more than the clock-skew allowance: a topic recreated within that "
-        "allowance after the batch with at least as many records cannot be told apart (run `repair "
-        "--execute` once while healthy to record the ids)"
+        f"topic ids never recorded for {topic}: a recreation with at least as many records as the "
+        "position, within 10 min after the batch that read up to it, cannot be ruled out (run `repair "
+        "--execute` once while healthy to record them)"
     )
     assert rows == [(0, "OK", [note]), (1, "OK", [note])]
 

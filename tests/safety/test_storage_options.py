@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from pathlib import Path
 
 import pytest
 from chk_builder import checkpoint_files
 
-from recovery.checkpoint import open_checkpoint, rewrite_offsets
+from recovery.checkpoint import checkpoint_lock, open_checkpoint, rewrite_offsets
+from recovery.checkpoint.recovery_dir import INTENT_FILE
 from recovery.checkpoint.store import FAULT_LOG_ENV, Store
 from recovery.cli import main
 from recovery.core.model import TopicPartition
-from recovery.errors import ConfigError, ExitCode
+from recovery.errors import ConfigError, ExitCode, InvalidInput
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -191,3 +193,32 @@ def test_the_last_write_time_of_a_local_file_follows_a_symlink_as_fsspec_does(tm
     store = Store(str(tmp_path / "chk"))
     assert store.modified_ms("offsets/1") == 1_700_000_000_000
     assert store.modified_ms("offsets/2") is None
+
+
+# -- writing where the path does not exist -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["create", "write", "write_atomic"])
+def test_writing_to_a_bucket_that_does_not_exist_is_bad_input(s3_endpoint: str, method: str) -> None:
+    """One rule with a local directory that cannot be made: the location as given is unusable and
+    retrying does not help (exit 2, one line naming the object), never a FileNotFoundError. ``create``
+    is the intent record's conditional PUT."""
+    bucket = f"no-such-bucket-{uuid.uuid4().hex[:12]}"
+    store = Store(f"s3://{bucket}/chk", {"endpoint_url": s3_endpoint})
+    with pytest.raises(InvalidInput) as raised:
+        getattr(store, method)(INTENT_FILE, b"{}")
+    assert str(raised.value) == f"s3://{bucket}/chk/{INTENT_FILE}: The specified bucket does not exist"
+    assert raised.value.exit_code is ExitCode.INVALID_INPUT
+
+
+def test_the_lock_of_a_checkpoint_whose_bucket_is_gone_is_bad_input(s3_endpoint: str) -> None:
+    """``repair --execute`` on S3, its listing of ``_recovery/`` moments ago empty (``none_listed``),
+    creates its intent record with :meth:`Store.create`: the bucket deleted since is one line, exit 2.
+    Only such a race reaches ``create`` from the CLI: a bucket missing from the start fails the read
+    before it."""
+    bucket = f"no-such-bucket-{uuid.uuid4().hex[:12]}"
+    options = {"endpoint_url": s3_endpoint}
+    lock = checkpoint_lock(f"s3://{bucket}/chk", options, command="repair --execute", none_listed=True)
+    with pytest.raises(InvalidInput) as raised, lock:
+        raise AssertionError("the lock was taken on a bucket that does not exist")
+    assert str(raised.value) == f"s3://{bucket}/chk/{INTENT_FILE}: The specified bucket does not exist"
