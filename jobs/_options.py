@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from recovery.cli.flags import in_flag_words
 from recovery.core.model import GateMode, Policy
 from recovery.errors import ExitCode, RecoveryError
 from recovery.kafka.config import KafkaConfig
@@ -106,6 +107,6 @@ def run_job(command: click.Command, prog_name: str) -> None:
     except click.exceptions.Abort:
         sys.exit(ExitCode.ACTION_NEEDED)
     except RecoveryError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {in_flag_words(exc)}", err=True)  # a bad -b is --bootstrap-server here too
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else ExitCode.OK)

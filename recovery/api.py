@@ -116,7 +116,9 @@ def validate_checkpoint(
         issues = (*issues, *delta_source_issues(chk, delta_tables, storage_options=storage_options))
     view = sink_facts(view, sink, storage_options)
     if runway_warn_s is not None and runway_warn_s <= 0:
-        raise InvalidInput(f"--runway-warn must be positive, not {runway_warn_s:g}s")
+        raise InvalidInput(
+            f"runway_warn_s must be positive, not {runway_warn_s:g}s", parameter="runway_warn_s"
+        )
     resumed = resolve_sink(view)
     reader = None
     if runway or runway_warn_s is not None:  # a threshold needs the runway
@@ -212,6 +214,8 @@ def repair_checkpoint(
 
     Example: ``repair_checkpoint("/chk", kafka, Strategy(), Policy(max_loss_records=1000), execute=True)``
     """
+    # What a file's targets are called in messages: the field the caller filled in.
+    targets_name = "from_file" if isinstance(strategy, StrategyRequest) else "strategy.targets"
     if isinstance(strategy, StrategyRequest):
         strategy = resolve_strategy(
             strategy,
@@ -226,7 +230,7 @@ def repair_checkpoint(
     # _recovery/ against what was read) instead of reading it all again.
     chk = open_checkpoint(location, storage_options)
     plan = _plan_from(chk, kafka, strategy, policy, isolation, storage_options, sink)
-    _refuse_unknown_scope(plan, strategy)
+    _refuse_unknown_scope(plan, strategy, targets_name=targets_name)
     if not execute or plan.refused:
         return _not_executed(plan, location, sink, storage_options)
     # Lazy on purpose: validate, plan and starting-offsets never load the write path.
@@ -296,10 +300,10 @@ def _sink_risky_files(plan: Plan) -> tuple[CheckpointFile, ...]:
     return tuple(f for f in plan.files if skipped is None or f != CheckpointFile.offsets(skipped))
 
 
-def _refuse_unknown_scope(plan: Plan, strategy: Strategy | None) -> None:
-    """``--topic`` naming nothing the checkpoint reads, or ``--from-file`` rows for partitions it
-    does not read, are typos, not "nothing to change": exit 2 naming them and the closest names
-    it does read."""
+def _refuse_unknown_scope(plan: Plan, strategy: Strategy | None, *, targets_name: str = "from_file") -> None:
+    """A ``scope`` naming nothing the checkpoint reads, or file targets (``targets_name``) for
+    partitions it does not read, are typos, not "nothing to change": exit 2 naming them and the
+    closest names it does read."""
     if strategy is None:
         return
     read = {f.tp.topic for f in plan.findings}
@@ -307,8 +311,9 @@ def _refuse_unknown_scope(plan: Plan, strategy: Strategy | None) -> None:
         unmatched = [p.regex for p in strategy.scope.patterns if not any(p.matches_topic(t) for t in read)]
         if unmatched:
             raise OffsetSpecError(
-                f"--topic {', '.join(unmatched)}: the checkpoint reads no such topic"
-                f"{_closest(unmatched, read)} (it reads {_listed(sorted(read))}). Nothing was written."
+                f"scope {', '.join(unmatched)}: the checkpoint reads no such topic"
+                f"{_closest(unmatched, read)} (it reads {_listed(sorted(read))}). Nothing was written.",
+                parameter="scope",
             )
         _refuse_unknown_partitions(strategy.scope, {f.tp for f in plan.findings})
     if strategy.kind is StrategyKind.FROM_FILE:
@@ -325,9 +330,10 @@ def _refuse_unknown_scope(plan: Plan, strategy: Strategy | None) -> None:
             missing = sorted({tp.topic for tp in unknown} - read)
             closest = _closest(missing, read)
             raise OffsetSpecError(
-                f"--from-file: the checkpoint does not read {_listed([str(tp) for tp in unknown])}"
+                f"{targets_name}: the checkpoint does not read {_listed([str(tp) for tp in unknown])}"
                 f"{closest}{'; ' if hints else ''}{'; '.join(hints)} (it reads {_listed(sorted(read))}). "
-                "Nothing was written."
+                "Nothing was written.",
+                parameter=targets_name,
             )
 
 
@@ -335,7 +341,7 @@ def _refuse_unknown_partitions(scope: TopicSelection, known: set[TopicPartition]
     """A scope naming partitions the checkpoint does not read (``orders:99``, ``orders:5-``) is a
     typo, not "nothing to change": exit 2 naming them and the partitions it does read. Partitions
     the cluster added since the checkpoint count as read (Spark reads them on restart), as for
-    ``--from-file``."""
+    file targets."""
     for pattern in scope.patterns:
         topics = sorted({tp.topic for tp in known if pattern.matches_topic(tp.topic)})
         ours = sorted(tp for tp in known if tp.topic in topics)
@@ -383,7 +389,7 @@ def checkpoint_time_targets(
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     storage_options: Mapping[str, Any] | None = None,
 ) -> Mapping[TopicPartition, int]:
-    """For ``--to-datetime``/``--by-duration``: the first offset at or after ``timestamp_ms`` in every
+    """For ``to_datetime``/``by_duration``: the first offset at or after ``timestamp_ms`` in every
     partition of the checkpoint's topics (``no_match`` decides where nothing is that new)."""
     check_timestamp_ms(timestamp_ms)  # before any connection
     view, _ = checkpoint_view(open_checkpoint(location, storage_options))
@@ -391,21 +397,22 @@ def checkpoint_time_targets(
     return time_targets(kafka, partitions, timestamp_ms, no_match, isolation)
 
 
-def read_targets_file(path: str) -> Mapping[TopicPartition, int]:
-    """``--from-file``: ``topic,partition,offset`` rows (kafka-consumer-groups ``--export``), read
-    strictly (``FILE:LINE: what is wrong``, exit 2; a FIFO or directory refused without blocking)."""
-    return load_offsets_file(path)
+def read_targets_file(path: str, *, name: str = "path") -> Mapping[TopicPartition, int]:
+    """The ``topic,partition,offset`` rows at ``path`` (kafka-consumer-groups ``--export``), read
+    strictly (``<name> FILE:LINE: what is wrong``, exit 2; a FIFO or directory refused without
+    blocking)."""
+    return load_offsets_file(path, name=name)
 
 
 def export_positions(plan: Plan) -> str:
     """The positions after ``plan`` as ``topic,partition,offset`` rows (kafka-consumer-groups
-    ``--export``), readable back with ``--from-file``. Partitions the plan drops are left out."""
+    ``--export``), readable back by :func:`read_targets_file`. Partitions the plan drops are left out."""
     by_tp: dict[TopicPartition, int] = {}
     for (source_id, tp), offset in resume_positions(plan).items():
         if by_tp.setdefault(tp, offset) != offset:
             raise InvalidInput(
-                f"--export: two sources read {tp} at different positions; the CSV cannot say which is "
-                f"which (source {source_id}): use --output json"
+                f"two sources read {tp} at different positions; the CSV cannot say which is which "
+                f"(source {source_id})"
             )
     return "".join(f"{tp.topic},{tp.partition},{o}\n" for tp, o in sorted(by_tp.items()))
 
@@ -439,7 +446,7 @@ def starting_offsets(
     if timestamp_ms is not None:
         check_timestamp_ms(timestamp_ms)  # before any connection
     if (source_id is not None or sink is not None) and checkpoint is None:
-        raise InvalidInput("--source and --sink go with --from-checkpoint")
+        raise InvalidInput("source_id and sink go with checkpoint")
     names = _topic_names(kafka, topics)
     if checkpoint is not None:
         chk = open_checkpoint(checkpoint, storage_options)
@@ -448,7 +455,9 @@ def starting_offsets(
         chosen = source_id if source_id is not None else (ids[0] if len(ids) == 1 else None)
         if chosen is None:
             raise InvalidInput(
-                f"{chk.location}: Kafka sources {', '.join(ids) or '(none)'}; choose one with --source"
+                f"source_id is needed: {chk.location} has Kafka sources {', '.join(ids) or '(none)'}; "
+                "choose one",
+                parameter="source_id",
             )
         if chosen not in ids:
             raise InvalidInput(f"{chk.location}: no Kafka source {chosen} (has {', '.join(ids) or 'none'})")
@@ -461,7 +470,10 @@ def starting_offsets(
         completed = complete_starting_offsets(positions, cluster, names, "checkpoint")
         return StartingOffsets(_with_loss(completed, plan), warnings=warnings)
     if not names:
-        raise InvalidInput("name the topics the query reads with --topic")
+        raise InvalidInput(
+            "topics: name the topics the query reads (a group or a timestamp does not say which)",
+            parameter="topics",
+        )
     cluster = cluster_view(kafka, names, isolation)
     if group is not None:
         committed = group_offsets(kafka, group).offsets
@@ -482,7 +494,7 @@ def starting_offsets(
 def _with_every_partition(
     cluster: ClusterView, kafka: KafkaConfig, names: set[str], isolation: Isolation
 ) -> ClusterView:
-    """``cluster`` with every partition of ``names`` (the checkpoint's topics and those ``--topic``
+    """``cluster`` with every partition of ``names`` (the checkpoint's topics and those ``topics``
     added) and their topic ids."""
     whole = cluster_view(kafka, names, isolation)
     return replace(cluster, partitions=whole.partitions, topic_ids=whole.topic_ids)
@@ -505,7 +517,7 @@ def _with_loss(rows: tuple[StartingOffset, ...], plan: Plan) -> tuple[StartingOf
 
 
 def _topic_names(kafka: KafkaConfig, topics: TopicSelection | Iterable[str] | None) -> set[str]:
-    """The cluster's topics that ``--topic`` names (each item a regex matching whole names)."""
+    """The cluster's topics that ``topics`` names (each item a regex matching whole names)."""
     if topics is None:
         return set()
     if not isinstance(topics, TopicSelection):
@@ -513,7 +525,9 @@ def _topic_names(kafka: KafkaConfig, topics: TopicSelection | Iterable[str] | No
     found = topics_matching(kafka, topics)
     unmatched = [p.regex for p in topics.patterns if not any(p.matches_topic(t) for t in found)]
     if unmatched:
-        raise OffsetSpecError(f"--topic {', '.join(unmatched)}: no such topic on the cluster")
+        raise OffsetSpecError(
+            f"topics {', '.join(unmatched)}: no such topic on the cluster", parameter="topics"
+        )
     return set(found)
 
 

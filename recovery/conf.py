@@ -35,7 +35,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from recovery.core.model import GateMode, Isolation
 from recovery.core.runway import parse_runway_warn
-from recovery.errors import ConfigError, OffsetSpecError
+from recovery.errors import ConfigError, InvalidInput, OffsetSpecError
 from recovery.kafka.config import (
     DEFAULT_TIMEOUT_S,
     REDACTED,
@@ -345,7 +345,8 @@ def _cluster(file: Path, name: str, raw: _Cluster, env: Mapping[str, str]) -> Cl
         shown[prop] = f"${variable}"
     try:
         kafka = KafkaConfig(bootstrap.strip(), translate_java_properties(properties), raw.timeout)
-    except ConfigError as exc:  # messages of config.py never carry secret values
+    except InvalidInput as exc:  # messages of config.py never carry secret values
+        # a ConfigError, or a bad bootstrap_servers named as the key it is here, not as a flag
         raise ConfigError(f"{file}: {_path(*base)}: {exc}") from None
     return ClusterConf(name, str(file), kafka.bootstrap_servers, raw.bootstrap_servers_env, shown, kafka)
 

@@ -3,7 +3,7 @@ The one exception hierarchy of stream-recovery. Callers only ever see a ``Recove
 that talks to a third-party library translates that library's exceptions (``raise ... from exc``).
 
 * RecoveryError
-  x InvalidInput            bad flag, unreadable or malformed file            -> exit 2
+  x InvalidInput            bad value, unreadable or malformed file           -> exit 2
     + CheckpointFormatError, OffsetSpecError, ConfigError, DeltaTableNotFound,
       DeltaNotInstalled     a Delta table was named, and the Delta extra is not installed
   x StateError              the world is not in a state we can act on        -> exit 1
@@ -19,6 +19,11 @@ Messages are written for a person at 3 a.m.: what happened, which file/field/par
 They are one line (a third-party library's multi-line text is joined) and never contain secrets:
 every message has the credentials of URLs masked (:func:`mask_credentials`), whoever wrote it and
 whatever a third-party library put in it.
+
+Messages speak Python: a bad value is named by the parameter it was passed as (``runway_warn_s must
+be positive, not -1s``; a parser's ``name`` argument, ``to_datetime 'yesterday': ...``), never by
+a command-line flag. An error whose message starts with such a parameter says which in
+``.parameter``, so the CLI (``recovery.cli.flags``) can say its flag there instead.
 """
 
 from __future__ import annotations
@@ -53,8 +58,10 @@ class RecoveryError(Exception):
     exit_code: ExitCode = ExitCode.ACTION_NEEDED
     one_line = True  # the CLI prints one line per error: a library's multi-line text is joined
 
-    def __init__(self, *args: object) -> None:
+    def __init__(self, *args: object, parameter: str | None = None) -> None:
         super().__init__(*(self._clean(a) if isinstance(a, str) else a for a in args))
+        # The Python parameter (or a parser's ``name``) the message starts with, if it starts with one.
+        self.parameter = parameter or None
 
     def _clean(self, text: str) -> str:
         text = mask_credentials(text)
@@ -91,7 +98,7 @@ class OffsetSpecError(InvalidInput):
 
 
 class ConfigError(InvalidInput):
-    """A configuration file (``--command-config``, ``conf/``) is unreadable or invalid."""
+    """A configuration file (client properties, ``conf/``) is unreadable or invalid."""
 
 
 class DeltaTableNotFound(InvalidInput):
@@ -155,7 +162,7 @@ class GroupActive(StateError):
 
 class GroupNotOurs(StateError):
     """The group's committed offsets were not written by stream-recovery (no marker in their commit
-    metadata): overwriting them needs --force, and a backup of them is written first."""
+    metadata): overwriting them needs ``force``, and a backup of them is written first."""
 
 
 class OffsetOutsideLog(StateError):
@@ -200,5 +207,7 @@ class NoOffsetForTime(StateError):
         )
         what = "no readable record" if time == "max-timestamp" else f"no record at or after {time}"
         super().__init__(
-            f"{what} in {named}; choose what to use instead with --no-match latest or --no-match earliest"
+            f"no_match 'fail': {what} in {named}; 'latest' or 'earliest' would use the log end or the "
+            "log start there instead",
+            parameter="no_match",
         )

@@ -195,7 +195,7 @@ def validate_fleet(
     Example: ``validate_fleet("conf/examples", parallel=4).exit_code``
     """
     if parallel < 1:
-        raise InvalidInput(f"--parallel must be at least 1, not {parallel}")
+        raise InvalidInput(f"parallel must be at least 1, not {parallel}", parameter="parallel")
     fleet = conf if isinstance(conf, FleetConf) else load_conf(conf)
     chosen = _choose(fleet, jobs)
     clusters = sorted({job.cluster for job in chosen})

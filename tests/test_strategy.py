@@ -22,7 +22,8 @@ def resolve(request: StrategyRequest) -> tuple[Strategy, list[tuple[int, NoMatch
         asked.append((ts, no_match))
         return {O0: 42}
 
-    def file_targets(path: str) -> Mapping[TopicPartition, int]:
+    def file_targets(path: str, *, name: str) -> Mapping[TopicPartition, int]:
+        assert name == "from_file"
         return {O0: len(path)}
 
     return resolve_strategy(request, now_ms=NOW, time_targets=time_targets, file_targets=file_targets), asked
@@ -54,18 +55,21 @@ def test_to_datetime_takes_iso_8601_in_utc() -> None:
     [
         (
             StrategyRequest(shift_by=1, to_offset=3),
-            "--strategy clamp does not go with --shift-by, --to-offset",
+            "kind clamp does not go with shift_by, to_offset",
         ),
-        (StrategyRequest(kind=StrategyKind.EARLIEST, to_offset=3), "--strategy earliest does not go with"),
-        (StrategyRequest(kind=StrategyKind.TO_OFFSET), "--strategy to-offset needs --to-offset VALUE"),
+        (
+            StrategyRequest(kind=StrategyKind.EARLIEST, to_offset=3),
+            "kind earliest does not go with to_offset",
+        ),
+        (StrategyRequest(kind=StrategyKind.TO_OFFSET), "kind to-offset needs a value for to_offset"),
         (
             StrategyRequest(kind=StrategyKind.LATEST, on_beyond_end=OnBeyondEnd.EARLIEST),
-            "--on-beyond-end goes with the clamp strategy, not latest",
+            "on_beyond_end goes with the clamp strategy, not latest",
         ),
-        (StrategyRequest(to_datetime="yesterday"), "--to-datetime 'yesterday': give an ISO-8601 date-time"),
-        (StrategyRequest(to_datetime="latest"), "--to-datetime 'latest': give an ISO-8601 date-time"),
+        (StrategyRequest(to_datetime="yesterday"), "to_datetime 'yesterday': give an ISO-8601 date-time"),
+        (StrategyRequest(to_datetime="latest"), "to_datetime 'latest': give an ISO-8601 date-time"),
         (StrategyRequest(by_duration="P99999999999D"), "longer than 100 years"),
-        (StrategyRequest(by_duration="30m"), "--by-duration '30m': expected ISO-8601"),
+        (StrategyRequest(by_duration="30m"), "by_duration '30m': expected ISO-8601"),
     ],
     ids=[
         "two-values",

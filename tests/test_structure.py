@@ -1,5 +1,6 @@
 """The shape of the package: no import circle, imports of our own modules at the top of each module,
-a pure core that does no IO, and a CLI that starts without the heavy libraries.
+a pure core that does no IO, a CLI that starts without the heavy libraries, and a library that
+names no command-line flag.
 
 Pure modules (values in, values out: no files, network, processes, threads, clock or randomness)
 import only the standard library minus its IO modules, and other pure modules. They are the
@@ -750,3 +751,126 @@ def test_the_reading_use_cases_do_not_load_the_write_path() -> None:
     code = "import sys, recovery.api; print('recovery.apply' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "False"
+
+
+# -- the library speaks Python: no command-line flag outside recovery/cli/ ------------------------
+# A message names the Python parameter it is about; only the CLI turns that into its flag
+# (recovery/cli/flags.py). Docstrings and comments may mention flags (they document what the CLI
+# passes); string constants may not, except the advice below: texts that tell the reader what to
+# run or pass next, and the rendering layer's notes, left for later. The list can only shrink.
+
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+OUTSIDE_THE_LIBRARY = ("recovery/cli/", "recovery/local/")
+
+# (file, an excerpt of the string around the flag); an f-string is read with {} for each value.
+FLAG_ADVICE_LEFT = (
+    ("recovery/apply.py", "repair --execute"),
+    ("recovery/checkpoint/backup.py", "explicitly with --backup-dir"),
+    ("recovery/checkpoint/heartbeat.py", "pass --force if it is stopped"),
+    ("recovery/checkpoint/intent.py", "checkpoint recover <checkpoint> --take-over --execute"),
+    ("recovery/checkpoint/intent.py", "checkpoint recover {} --take-over --execute"),
+    ("recovery/checkpoint/intent.py", "checkpoint recover --execute"),
+    ("recovery/checkpoint/intent.py", "put backups elsewhere with --backup-dir"),
+    ("recovery/checkpoint/rewrite.py", "checkpoint restore {} --backup {} --backup-dir {} --execute"),
+    ("recovery/checkpoint/rewrite.py", "checkpoint restore --execute"),
+    ("recovery/core/plan.py", "give --sink to know"),
+    ("recovery/core/plan.py", "run `repair --execute` once"),
+    ("recovery/core/plan.py", "kafka-topics --describe"),
+    ("recovery/delta/api.py", "delta-source repair --execute"),
+    ("recovery/delta/api.py", "give --delta-table {}=TABLE"),
+    ("recovery/delta/api.py", "delta-source validate {} --table {}=TABLE"),
+    ("recovery/delta/api.py", "delta-source repair {} --table {}={}"),
+    ("recovery/delta/ledger.py", " --pipeline {}"),
+    ("recovery/delta/log.py", "pip install --force-reinstall"),
+    ("recovery/delta/sink.py", "or pass --accept-sink-skip"),
+    ("recovery/delta/source.py", "allow reading the new table with --adopt-new-table"),
+    ("recovery/kafka/_shared_read.py", "a longer deadline (--deadline)"),
+    ("recovery/kafka/group_values.py", "add --force (their current offsets are backed up first)"),
+    ("recovery/kafka/read.py", "a longer deadline (--deadline)"),
+    ("recovery/report/checkpoint.py", "add --all for one line per partition, or --output json"),
+    ("recovery/report/checkpoint.py", "add --execute to restore"),
+    ("recovery/report/checkpoint.py", "add --execute to roll it back"),
+    ("recovery/report/delta.py", "`ledger repair --data-table ... --execute`"),
+    ("recovery/report/delta.py", "add --execute to apply"),
+    ("recovery/report/findings.py", "--output json shows all"),
+    ("recovery/report/findings.py", " (--runway-warn {})"),
+    ("recovery/report/findings.py", " (no --runway-warn threshold)"),
+    ("recovery/report/findings.py", "add --execute to apply"),
+    ("recovery/report/offsets.py", "add --execute to write these offsets"),
+    ("recovery/resume.py", "delta-source validate {} --table TABLE"),
+    ("recovery/topic_ids.py", "the next repair --execute"),
+)
+
+
+def string_texts(source: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of every string the module's code uses: an f-string as one text with ``{}`` for
+    each value; docstrings and other strings standing alone as statements (documentation) left out."""
+    tree = ast.parse(source)
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            skipped.add(id(node.value))
+        elif isinstance(node, ast.JoinedStr):
+            skipped.update(id(part) for part in ast.walk(node) if part is not node)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            parts = (v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            yield node.lineno, "".join(str(part) for part in parts)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
+
+
+def flags_outside_the_allowed(
+    texts: Iterable[tuple[str, int, str]], allowed: Iterable[tuple[str, str]]
+) -> tuple[list[str], set[tuple[str, str]]]:
+    """The flags in ``texts`` ((file, line, text)) that no allowed excerpt of their file covers, and
+    the allowed excerpts that cover nothing."""
+    by_file: dict[str, list[str]] = {}
+    for path, excerpt in allowed:
+        by_file.setdefault(path, []).append(excerpt)
+    unused = set(allowed)
+    bad = []
+    for path, line, text in texts:
+        covered: set[int] = set()
+        for excerpt in by_file.get(path, ()):
+            for start in (m.start() for m in re.finditer(re.escape(excerpt), text)):
+                covered.update(range(start, start + len(excerpt)))
+                unused.discard((path, excerpt))
+        bad += [
+            f"{path}:{line}: {m.group()} in {text!r}" for m in FLAG.finditer(text) if m.start() not in covered
+        ]
+    return bad, unused
+
+
+def library_strings() -> Iterator[tuple[str, int, str]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if not rel.startswith(OUTSIDE_THE_LIBRARY):
+            yield from ((rel, line, text) for line, text in string_texts(path.read_text()))
+
+
+def test_the_library_names_no_command_line_flag() -> None:
+    bad, unused = flags_outside_the_allowed(library_strings(), FLAG_ADVICE_LEFT)
+    hint = "name the Python parameter instead (recovery/cli/flags.py says the flag)"
+    assert not bad, hint + ":\n" + "\n".join(bad)
+    assert not unused, f"no longer in the code: remove from FLAG_ADVICE_LEFT: {sorted(unused)}"
+
+
+def test_the_flag_finder_finds_what_a_user_would_read() -> None:
+    source = '''"""Docstring: --documented is fine."""
+x = "--runway-warn must be positive"
+y = f"{a}: choose one with --source"
+z = ("name it with "
+     "--pipeline")
+def f() -> None:
+    """--also-fine"""
+    "--a-bare-string"  # --a-comment
+    raise E(f"--export: two sources read {tp}: use --output json", "a-b --c", "x--y", "-X", "--")
+'''
+    texts = [("m.py", line, text) for line, text in string_texts(source)]
+    bad, unused = flags_outside_the_allowed(texts, [("m.py", "use --output json"), ("m.py", "never there")])
+    found = sorted(b.split(": ", 1)[1].split(" in ")[0] for b in bad)
+    assert found == ["--c", "--export", "--pipeline", "--runway-warn", "--source"]
+    assert unused == {("m.py", "never there")}

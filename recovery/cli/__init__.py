@@ -1,7 +1,8 @@
 """The ``stream-recovery`` command line: a thin layer over the library.
 
 Only :func:`run` turns a :class:`~recovery.errors.RecoveryError` into ``Error: <message>`` on stderr
-and its exit code; any other exception is a bug and keeps its traceback. Commands are loaded lazily:
+(naming the flag where the library names a parameter: :mod:`recovery.cli.flags`) and its exit code;
+any other exception is a bug and keeps its traceback. Commands are loaded lazily:
 ``stream-recovery --help`` imports no command module, and ``stream-recovery offsets`` imports only
 ``recovery.cli.offsets`` (and what it needs), so every command starts fast.
 """
@@ -16,6 +17,7 @@ from importlib import import_module
 import click
 
 from recovery import __version__
+from recovery.cli.flags import in_flag_words
 from recovery.errors import ExitCode, RecoveryError, mask_credentials
 
 # name -> (module, attribute, the one-line help shown by ``--help``; a test keeps it equal to the
@@ -134,7 +136,7 @@ def _show_library_warnings() -> None:
 
 def run(command: click.Command, argv: list[str] | None = None, prog_name: str = "stream-recovery") -> None:
     """Run a Click command behind the error boundary: a RecoveryError becomes ``Error: <message>``
-    on stderr and its exit code; Click's usage errors exit 2."""
+    on stderr, in flag words, and its exit code; Click's usage errors exit 2."""
     _show_library_warnings()
     try:
         # standalone_mode=False hands us Click's errors, and returns the code of --help/--version.
@@ -149,7 +151,7 @@ def run(command: click.Command, argv: list[str] | None = None, prog_name: str = 
         exc.show()
         sys.exit(ExitCode.INVALID_INPUT)
     except RecoveryError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"Error: {in_flag_words(exc)}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
 

@@ -59,7 +59,7 @@ def show_cmd(kafka: KafkaConfig, group_id: str, compare_file: str | None, output
       stream-recovery group show billing -b localhost:9092 --output csv > billing.csv
       stream-recovery group show billing -b localhost:9092 --compare billing.csv
     """
-    compare = load_offsets_file(compare_file, flag="--compare") if compare_file else None
+    compare = load_offsets_file(compare_file, name="--compare") if compare_file else None
     with render.waiting(f"reading group {group_id}"):
         report = show_group(kafka, group_id, compare=compare)
     for line in group_show_notes(report):
@@ -126,7 +126,7 @@ def set_cmd(
       # undo a --force write: the backup it printed is a --from-file
       stream-recovery group set billing -b localhost:9092 --from-file BACKUP.csv --execute --force
     """
-    offsets = load_offsets_file(from_file)
+    offsets = load_offsets_file(from_file, name="--from-file")
     with render.waiting(f"checking group {group_id}" if dry_run else f"setting the offsets of {group_id}"):
         change = set_group_offsets(
             kafka, group_id, offsets, execute=not dry_run, force=force, backup_dir=backup_dir

@@ -3,7 +3,7 @@
 The ledger's latest ``end_offset`` per partition is where the next run starts. ``validate`` judges
 those offsets against Kafka with the same planning core as checkpoints; ``repair`` prints the plan
 (dry run) and ``--execute`` appends correction rows in one commit whose custom metadata
-(``stream-recovery.core.plan``) names the plan; history is never rewritten. The JSON keys are documented
+(``stream-recovery.plan``) names the plan; history is never rewritten. The JSON keys are documented
 in :mod:`recovery.report.delta`.
 """
 
@@ -47,7 +47,7 @@ def _conf(table: str, conf_file: str | None, pipeline: str | None, data_table: s
         return load_conf(conf_file, table=table, pipeline=pipeline, data_table=data_table)
     # Without --pipeline, read_ledger refuses a table whose pipeline column names pipelines (exit 2).
     values = {"table": table, "pipeline": pipeline, "data_table": data_table}
-    return make_conf(values, source="--pipeline", pipeline_required=False)
+    return make_conf(values, name="--pipeline", pipeline_required=False)
 
 
 def ledger_options(func: F) -> F:
@@ -166,7 +166,7 @@ def repair_cmd(
     """Plan (and with --execute, append) correction rows that move the ledger's offsets.
 
     Dry run by default. --execute appends one row per moved partition under a new batch id, in one
-    commit whose custom metadata (stream-recovery.core.plan) holds the plan; history is never rewritten,
+    commit whose custom metadata (stream-recovery.plan) holds the plan; history is never rewritten,
     so time travel to the version before undoes it. Exit 0 applied (or nothing to do), 1 changes
     pending in a dry run or refused, 2 bad input, 3 unreachable.
 

@@ -3,7 +3,8 @@
 One meaning per flag name across commands. Each option hands the command a value of the library's
 own vocabulary (``Isolation``, ``NoMatch``, ``TopicSelection``, ``TimeSpec``, a ``dict`` of storage
 options ...), so a command never parses strings back into values. Bad values are usage errors
-(exit 2) naming the option as the user typed it.
+(exit 2) naming the option as the user typed it: a library parser called here is given the flag as
+its ``name``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TypeVar
 
 import click
 
+from recovery.cli.flags import FLAGS
 from recovery.core.model import Isolation, NoMatch, OnBeyondEnd, Policy, StrategyKind, TopicSelection
 from recovery.core.runway import parse_runway_warn
 from recovery.core.specs import TimeSpec, parse_time, parse_topic_partitions
@@ -57,8 +59,9 @@ class TimeSpecType(click.ParamType[TimeSpec]):
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> TimeSpec:
         if isinstance(value, TimeSpec):
             return value
+        flag = max(param.opts, key=len) if param is not None and param.opts else "TIME"
         try:
-            return parse_time(str(value))
+            return parse_time(str(value), name=flag)
         except OffsetSpecError as exc:
             self.fail(str(exc), param, ctx)
 
@@ -316,6 +319,7 @@ def strategy_options(func: F) -> F:
             no_match=no_match,
             scope=topics,
         )
+        request.chosen_kind(names=FLAGS)  # options that do not fit, refused in flag words
         policy = Policy(max_loss_records, max_loss_per_partition)
         return func(*args, request=request, policy=policy, **kwargs)
 
@@ -384,7 +388,8 @@ def _runway_warn(ctx: click.Context, param: click.Parameter, text: str | None) -
     if text is None:
         return None
     try:
-        return parse_runway_warn(text, "") / 1000
+        # No name: click's "Invalid value for '--runway-warn':" names the flag already.
+        return parse_runway_warn(text, name="") / 1000
     except OffsetSpecError as exc:
         raise click.BadParameter(str(exc).strip(), ctx, param) from None
 

@@ -6,8 +6,11 @@ Each command: options -> values -> one call of :mod:`recovery.api` -> rows and l
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -28,7 +31,8 @@ from recovery.cli.options import (
     strategy_options,
     topic_option,
 )
-from recovery.core.model import Isolation, NoMatch, OnBeyondEnd, Policy, TopicSelection
+from recovery.core.model import Isolation, NoMatch, OnBeyondEnd, Plan, Policy, TopicSelection
+from recovery.core.results import RepairResult
 from recovery.core.strategy import StrategyRequest
 from recovery.errors import InvalidInput
 from recovery.kafka.config import KafkaConfig
@@ -156,13 +160,14 @@ def repair_cmd(
 
     Example: stream-recovery repair /data/chk -b kafka:9092 --max-loss-records 1000 --execute
     """
-    with render.waiting("planning the repair"):
-        result = repair_checkpoint(
+
+    def repair(execute: bool) -> RepairResult:
+        return repair_checkpoint(
             checkpoint,
             kafka,
             request,
             policy,
-            execute=not dry_run,
+            execute=execute,
             isolation=isolation,
             storage_options=storage_options,
             sink=sink,
@@ -171,8 +176,13 @@ def repair_cmd(
             active_within_s=active_within,
             backup_dir=backup_dir,
         )
-    if export_path:
-        _write_export(export_path, export_positions(result.plan))
+
+    with render.waiting("planning the repair"), _export_file(export_path) as write_export:
+        if write_export and not dry_run:
+            _export_text(repair(execute=False).plan)  # what the CSV cannot say is refused before a write
+        result = repair(execute=not dry_run)
+        if write_export:
+            write_export(_export_text(result.plan))
     if output == "json":
         render.emit_json(report.repair_body(result))
     else:
@@ -187,12 +197,46 @@ def repair_cmd(
     sys.exit(result.exit_code)
 
 
-def _write_export(path: str, text: str) -> None:
+def _export_text(plan: Plan) -> str:
     try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        return export_positions(plan)
+    except InvalidInput as exc:
+        raise InvalidInput(f"--export: {exc}: use --output json") from None
+
+
+@contextmanager
+def _export_file(path: str | None) -> Iterator[Callable[[str], None] | None]:
+    """``--export PATH`` opened before the repair runs, so a path that cannot be written is bad input
+    (exit 2) while nothing is written yet; the rows are written once the plan is final. A file this
+    command created and never filled (the repair failed) is removed; an existing one is replaced only
+    when the rows are written."""
+    if path is None:
+        yield None
+        return
+    try:
+        existed = os.path.exists(path)
+        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below, written at the end
     except OSError as exc:
         raise InvalidInput(f"--export {path}: {exc.strerror}") from None
+    written = False
+
+    def write(text: str) -> None:
+        nonlocal written
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(text)
+            handle.flush()
+        except OSError as exc:
+            raise InvalidInput(f"--export {path}: {exc.strerror}") from None
+        written = True
+
+    try:
+        yield write
+    finally:
+        handle.close()
+        if not written and not existed:
+            os.remove(path)
 
 
 @click.command(name="starting-offsets")
@@ -236,6 +280,8 @@ def starting_offsets_cmd(
     timestamp_ms = StrategyRequest(to_datetime=to_datetime, by_duration=by_duration).timestamp_ms(
         int(time.time() * 1000)
     )
+    if (source_id is not None or sink is not None) and checkpoint is None:
+        raise InvalidInput("--source and --sink go with --from-checkpoint")
     with render.waiting("reading the cluster"):
         result = starting_offsets(
             kafka,

@@ -73,8 +73,9 @@ class RecordStamp:
     timestamp_ms: int
 
 
-def parse_runway_warn(text: str, option: str = "--runway-warn") -> int:
-    """``PT6H`` (ISO-8601, as ``--by-duration``) or ``6h``/``1h30m``/``2d`` in milliseconds.
+def parse_runway_warn(text: str, name: str = "runway_warn") -> int:
+    """``PT6H`` (ISO-8601, as :func:`~recovery.core.strategy.parse_duration_ms`) or ``6h``/``1h30m``/``2d``
+    in milliseconds; messages start with ``name`` (the CLI passes its flag).
 
     >>> parse_runway_warn("PT6H") == parse_runway_warn("6h") == 21_600_000
     True
@@ -93,7 +94,9 @@ def parse_runway_warn(text: str, option: str = "--runway-warn") -> int:
             else 0
         )
     if ms <= 0:
-        raise OffsetSpecError(f"{option} {text!r}: expected a duration such as PT6H, 6h, 1h30m or P1D")
+        raise OffsetSpecError(
+            f"{name} {text!r}: expected a duration such as PT6H, 6h, 1h30m or P1D", parameter=name
+        )
     return ms
 
 

@@ -118,10 +118,12 @@ def check_timestamp_ms(value: int, name: str = "timestamp_ms") -> int:
     max-timestamp, so a time before 1970 would silently become one of them.
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise OffsetSpecError(f"{name} {value!r}: not an integer (a Unix time in milliseconds)")
+        raise OffsetSpecError(
+            f"{name} {value!r}: not an integer (a Unix time in milliseconds)", parameter=name
+        )
     wrong = _out_of_range(value)
     if wrong:
-        raise OffsetSpecError(f"{name} {value}: {wrong}")
+        raise OffsetSpecError(f"{name} {value}: {wrong}", parameter=name)
     return value
 
 
@@ -145,7 +147,9 @@ class TimeSpec:
     def __post_init__(self) -> None:
         if self.kind is TimeKind.TIMESTAMP:
             if self.timestamp_ms is None:
-                raise OffsetSpecError("timestamp_ms is required for a timestamp lookup")
+                raise OffsetSpecError(
+                    "timestamp_ms is required for a timestamp lookup", parameter="timestamp_ms"
+                )
             check_timestamp_ms(self.timestamp_ms)
 
     def __str__(self) -> str:
@@ -179,8 +183,8 @@ _NAMED = {
 }
 
 
-def parse_time(text: str) -> TimeSpec:
-    """Parse a ``--time`` value.
+def parse_time(text: str, name: str = "time") -> TimeSpec:
+    """Parse a time spec; ``name`` says what ``text`` is in messages (the CLI passes its flag).
 
     >>> parse_time("2026-11-22T06:00:00")  # no zone: UTC, as kafka-consumer-groups --to-datetime
     TimeSpec(kind=<TimeKind.TIMESTAMP: 'timestamp'>, timestamp_ms=1795327200000)
@@ -191,23 +195,25 @@ def parse_time(text: str) -> TimeSpec:
         return TimeSpec(named)
     if re.fullmatch(r"-[0-9]+", value):
         raise OffsetSpecError(
-            f"--time {text}: only -1 (latest), -2 (earliest) and -3 (max-timestamp) are supported"
+            f"{name} {text}: only -1 (latest), -2 (earliest) and -3 (max-timestamp) are supported",
+            parameter=name,
         )
     return TimeSpec(
         TimeKind.TIMESTAMP,
         parse_timestamp_ms(
             text,
-            "--time",
+            name,
             "expected earliest, latest, max-timestamp, epoch milliseconds or ISO-8601 such as "
             "2026-11-22T06:00:00Z",
         ),
     )
 
 
-def parse_timestamp_ms(text: str, option: str, expected: str) -> int:
-    """Epoch milliseconds or an ISO-8601 date-time (UTC unless it carries an offset) as typed
-    after ``option``, checked by :func:`check_timestamp_ms`; ``expected`` says what ``option``
-    takes when ``text`` is neither."""
+def parse_timestamp_ms(text: str, name: str, expected: str) -> int:
+    """Epoch milliseconds or an ISO-8601 date-time (UTC unless it carries an offset), checked by
+    :func:`check_timestamp_ms`. Messages start with ``name`` (what ``text`` is: the parameter of
+    the parser that calls this, or the CLI's flag); ``expected`` says what ``name`` takes when
+    ``text`` is neither."""
     value = text.strip()
     if value.isascii() and value.isdigit():
         ms = int(value)
@@ -215,11 +221,11 @@ def parse_timestamp_ms(text: str, option: str, expected: str) -> int:
         try:
             moment = datetime.fromisoformat(value.replace("z", "Z"))
         except ValueError as exc:
-            raise OffsetSpecError(f"{option} {text!r}: {expected}") from exc
+            raise OffsetSpecError(f"{name} {text!r}: {expected}", parameter=name) from exc
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         ms = (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
     wrong = _out_of_range(ms)
     if wrong:
-        raise OffsetSpecError(f"{option} {text!r}: {wrong}")
+        raise OffsetSpecError(f"{name} {text!r}: {wrong}", parameter=name)
     return ms

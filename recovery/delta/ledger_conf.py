@@ -70,23 +70,24 @@ def load_conf(
     section = dict(data.get("ledger", {}))
     overrides = {"table": table, "pipeline": pipeline, "data_table": data_table}
     section.update({key: value for key, value in overrides.items() if value is not None})
-    return make_conf(section, source=str(path))
+    return make_conf(section, name=str(path))
 
 
 def make_conf(
-    values: Mapping[str, Any], *, source: str = "ledger conf", pipeline_required: bool = True
+    values: Mapping[str, Any], *, name: str = "values", pipeline_required: bool = True
 ) -> LedgerConf:
-    """A validated conf. ``columns.pipeline`` set to ``""`` (or None) means the table has no pipeline
-    column. With ``pipeline_required=False`` a missing pipeline is checked against the table itself
-    when it is read (``read_ledger`` refuses a table whose pipeline column holds pipelines)."""
+    """A validated conf; messages start with ``name`` (what ``values`` came from: a file, say).
+    ``columns.pipeline`` set to ``""`` (or None) means the table has no pipeline column. With
+    ``pipeline_required=False`` a missing pipeline is checked against the table itself when it is
+    read (``read_ledger`` refuses a table whose pipeline column holds pipelines)."""
     try:
         conf = LedgerConf.model_validate(dict(values))
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{source}: {problems}") from None
+        raise ConfigError(f"{name}: {problems}") from None
     if pipeline_required and conf.columns.pipeline and conf.pipeline is None:
         raise ConfigError(
-            f"{source}: the ledger has a pipeline column ({conf.columns.pipeline!r}); name the pipeline "
-            '(--pipeline), or set columns.pipeline to "" if the table holds one pipeline'
+            f"{name}: the ledger has a pipeline column ({conf.columns.pipeline!r}); name the pipeline "
+            '(the pipeline key), or set columns.pipeline to "" if the table holds one pipeline'
         )
     return conf

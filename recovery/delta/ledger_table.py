@@ -105,8 +105,9 @@ def _refuse_mixed_pipelines(table: str, dt: Any, column: str) -> None:
     if present:
         named = ", ".join(present[:10]) + (" ..." if len(present) > 10 else "")
         raise InvalidInput(
-            f"{table}: column {column!r} holds pipelines {named}; name one with --pipeline (nothing was "
-            "read or written)"
+            f"pipeline is needed: column {column!r} of {table} holds pipelines {named}; name one "
+            "(nothing was read or written)",
+            parameter="pipeline",
         )
 
 

@@ -303,8 +303,8 @@ def plan_source_repair(
     )
     if not refusals and max_versions is not None and plan.lost_unknown:
         refusals.append(
-            "a re-created table's unread versions are lost and cannot be counted, so no loss budget "
-            "(--max-versions) can be met"
+            "a re-created table's unread versions are lost and cannot be counted, so the loss budget "
+            f"of {max_versions} versions cannot be met"
         )
     if not refusals and max_versions is not None:
         cost = plan.versions_lost + plan.versions_skipped

@@ -76,7 +76,7 @@ def translate(exc: BaseException, what: str, config: KafkaConfig) -> RecoveryErr
         return KafkaUnavailable(
             f"{what}: no answer from the Kafka cluster at {config.bootstrap_servers} within "
             f"{config.timeout_s:g}s ({code}). Check the brokers are up and reachable, and the "
-            "--bootstrap-server and --command-config settings."
+            "bootstrap servers and client settings."
         )
     if code in GONE:
         return TopicNotFound(f"{what}: {scrub(_reason(exc), config)}")

@@ -78,7 +78,10 @@ class KafkaConfig:
             raise InvalidInput(f"the Kafka timeout must be positive, not {self.timeout_s}")
         clash = _RESERVED & set(self.properties)
         if clash:
-            raise ConfigError(f"set {', '.join(sorted(clash))} with --bootstrap-server, not as a property")
+            raise ConfigError(
+                f"{', '.join(sorted(clash))}: not taken as a client property (the bootstrap servers are "
+                "given on their own); remove it from the properties"
+            )
         # A plain dict copy: frozen means the caller cannot change it under us.
         object.__setattr__(self, "properties", dict(self.properties))
 
@@ -116,7 +119,8 @@ class KafkaConfig:
         overrides: Iterable[str] = (),
         timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> KafkaConfig:
-        """Build from CLI values: a properties file, then ``-X prop=val`` items (later ones win)."""
+        """Build from a properties file (``command_config``), then ``prop=val`` items (``overrides``;
+        later ones win): what the CLI's ``--command-config`` and ``-X`` give."""
         properties: dict[str, str] = {}
         if command_config is not None:
             properties.update(read_properties(command_config))
@@ -125,28 +129,31 @@ class KafkaConfig:
             if not sep or not key.strip():
                 # Only the key is shown: a typo such as `sasl.password:VALUE` carries the secret.
                 name = re.split(r"[:=\s]", item.strip(), maxsplit=1)[0] or "(empty)"
-                raise ConfigError(f"-X {name}...: expected prop=val (the value is not shown)")
+                raise ConfigError(
+                    f"overrides {name}...: expected prop=val (the value is not shown)", parameter="overrides"
+                )
             properties[key.strip()] = value.strip()
         return cls(bootstrap_servers, translate_java_properties(properties), timeout_s)
 
 
-def check_bootstrap_servers(servers: str) -> None:
+def check_bootstrap_servers(servers: str, name: str = "bootstrap_servers") -> None:
     """Raise InvalidInput (exit 2, before any connection is tried) unless ``servers`` is a comma
-    separated list of ``[PROTOCOL://]HOST:PORT`` with PORT in 1-65535 (IPv6 hosts in brackets)."""
+    separated list of ``[PROTOCOL://]HOST:PORT`` with PORT in 1-65535 (IPv6 hosts in brackets).
+    Messages start with ``name``."""
     if not servers.strip():
-        raise InvalidInput("--bootstrap-server is empty: give HOST:PORT[,HOST:PORT...]")
+        raise InvalidInput(f"{name} is empty: give HOST:PORT[,HOST:PORT...]", parameter=name)
     for entry in (e.strip() for e in servers.split(",")):
         shown = repr(_USERINFO.sub("***@", entry))  # user:password@host is no server, and a secret
         match = _SERVER.match(entry)
         if not entry or match is None:
             raise InvalidInput(
-                f"--bootstrap-server: {shown} is not HOST:PORT (as broker:9092, or [::1]:9092 for IPv6)"
+                f"{name}: {shown} is not HOST:PORT (as broker:9092, or [::1]:9092 for IPv6)", parameter=name
             )
         port = match.group("port")
         if port is None:
-            raise InvalidInput(f"--bootstrap-server: {shown} has no port (HOST:PORT, as broker:9092)")
+            raise InvalidInput(f"{name}: {shown} has no port (HOST:PORT, as broker:9092)", parameter=name)
         if not port.isdigit() or not 1 <= int(port) <= 65535:
-            raise InvalidInput(f"--bootstrap-server: the port of {shown} is not in 1-65535")
+            raise InvalidInput(f"{name}: the port of {shown} is not in 1-65535", parameter=name)
 
 
 def _shown(item: str) -> str:

@@ -197,8 +197,8 @@ def check_ours(now: GroupOffsets, *, force: bool) -> None:
 
     A group with no commits is anybody's to write; one whose commits all carry :data:`MARKER` is the
     toolkit's (a monitor group lag_export keeps, a group restored by ``group set``). Anything else
-    belongs to a consumer (or an operator's kafka-consumer-groups run): a typo in ``--group`` must
-    not destroy it.
+    belongs to a consumer (or an operator's kafka-consumer-groups run): a typo in the group's name
+    must not destroy it.
     """
     foreign = now.foreign
     if not foreign or force:
@@ -265,10 +265,11 @@ MAX_OFFSET = 2**63 - 1
 
 
 def read_offsets_file(
-    lines: Iterable[str] | Iterable[bytes], source: str, *, flag: str = "--from-file"
+    lines: Iterable[str] | Iterable[bytes], source: str, *, name: str = ""
 ) -> dict[TopicPartition, int]:
     """Parse ``topic,partition,offset`` rows (kafka-consumer-groups ``--export`` / ``--from-file``),
-    strictly: anything else is OffsetSpecError ``FLAG SOURCE:LINE: what is wrong`` (exit 2).
+    strictly: anything else is OffsetSpecError ``SOURCE:LINE: what is wrong`` (exit 2), preceded by
+    ``name`` when given (what the rows were given as: a parameter, or the CLI's flag).
 
     * exactly three cells a row, split on ``,`` and trimmed as kafka-consumer-groups does
       (``ConsumerGroupCommand.parseResetPlan``); blank lines are skipped, a UTF-8 BOM is dropped;
@@ -278,12 +279,20 @@ def read_offsets_file(
     * UTF-8 (give binary lines to have the bad line named exactly), a legal topic name, a partition
       in [0, 2^31), an offset in [0, 2^63), each topic/partition once, and at least one row.
     """
+    try:
+        return _offsets(lines, f"{name} {source}" if name else source)
+    except OffsetSpecError as exc:
+        exc.parameter = name or None  # every message starts with it
+        raise
+
+
+def _offsets(lines: Iterable[str] | Iterable[bytes], label: str) -> dict[TopicPartition, int]:
     layout = _Layout()
     offsets: dict[TopicPartition, int] = {}
     seen: dict[TopicPartition, int] = {}
     number = first = 0
-    for number, text in _numbered_lines(lines, f"{flag} {source}"):
-        where = f"{flag} {source}:{number}"
+    for number, text in _numbered_lines(lines, label):
+        where = f"{label}:{number}"
         cells = [cell.strip() for cell in text.split(",")]
         first = first or number
         if number == first and [cell.lower() for cell in cells[:2]] == ["topic", "partition"]:
@@ -298,7 +307,7 @@ def read_offsets_file(
         seen[tp] = number
         offsets[tp] = offset
     if not offsets:
-        raise OffsetSpecError(f"{flag} {source}:{max(number, 1)}: no topic,partition,offset rows")
+        raise OffsetSpecError(f"{label}:{max(number, 1)}: no topic,partition,offset rows")
     return offsets
 
 

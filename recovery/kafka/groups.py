@@ -154,7 +154,7 @@ def set_group_offsets(
 
 
 def default_backup_dir() -> Path:
-    """Where group backups go without ``--backup-dir``: ``$XDG_STATE_HOME/stream-recovery/group-backups``
+    """Where group backups go without a ``backup_dir``: ``$XDG_STATE_HOME/stream-recovery/group-backups``
     (``~/.local/state/...`` when unset), the XDG base-directory place for state worth keeping."""
     state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(state) / "stream-recovery" / "group-backups"
@@ -166,8 +166,14 @@ def write_backup(before: GroupOffsets, backup_dir: str | os.PathLike[str] | None
     linked into place, so the file is whole or absent and an existing file is never replaced. Any OS
     error is bad input (InvalidInput: the directory is the user's choice) and leaves no file behind."""
     if backup_dir is not None and "://" in str(backup_dir):
-        raise InvalidInput(f"--backup-dir {backup_dir}: group backups go to a local directory")
+        raise InvalidInput(
+            f"backup_dir {backup_dir}: group backups go to a local directory", parameter="backup_dir"
+        )
     directory = Path(backup_dir) if backup_dir is not None else default_backup_dir()
+    # The caller's directory is named as the parameter; the default one as what it is.
+    named = (
+        f"backup_dir {directory}" if backup_dir is not None else f"{directory} (the default backup directory)"
+    )
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", before.group)[:100] or "group"
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     data = backup_rows(before).encode()
@@ -191,8 +197,9 @@ def write_backup(before: GroupOffsets, backup_dir: str | os.PathLike[str] | None
         if temp is not None:
             temp.unlink(missing_ok=True)
         raise InvalidInput(
-            f"--backup-dir {directory}: cannot write the backup of group {before.group} "
-            f"({exc.strerror or type(exc).__name__}). Nothing was written."
+            f"{named}: cannot write the backup of group {before.group} "
+            f"({exc.strerror or type(exc).__name__}). Nothing was written.",
+            parameter="backup_dir" if backup_dir is not None else None,
         ) from None
 
 
@@ -205,17 +212,20 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def load_offsets_file(path: str, *, flag: str = "--from-file") -> dict[TopicPartition, int]:
+def load_offsets_file(path: str, *, name: str = "path") -> dict[TopicPartition, int]:
     """:func:`read_offsets_file` on the file at ``path``, read as bytes so a line that is not UTF-8
     is named exactly. A path that is not a regular file (a directory, a FIFO that would block) or
-    cannot be read is OffsetSpecError (exit 2), one line."""
+    cannot be read is OffsetSpecError (exit 2), one line. Messages start with ``name`` (the CLI
+    passes its flag)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            raise OffsetSpecError(f"{flag} {path}: not a regular file")
+            raise OffsetSpecError(f"{name} {path}: not a regular file", parameter=name)
         with open(path, "rb") as handle:
-            return read_offsets_file(handle, path, flag=flag)
+            return read_offsets_file(handle, path, name=name)
     except OSError as exc:
-        raise OffsetSpecError(f"{flag} {path}: cannot read ({exc.strerror or type(exc).__name__})") from None
+        raise OffsetSpecError(
+            f"{name} {path}: cannot read ({exc.strerror or type(exc).__name__})", parameter=name
+        ) from None
 
 
 # -- IO with the group coordinator ---------------------------------------------------------------------

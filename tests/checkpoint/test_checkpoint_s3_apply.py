@@ -200,7 +200,7 @@ def test_a_mistyped_topic_writes_nothing_not_even_the_lock_record(
 
         monkeypatch.setattr(Store, name, spy)
     strategy = Strategy(scope=parse_topic_partitions(f"{topic}x"))
-    with pytest.raises(OffsetSpecError, match=f"--topic {topic}x: the checkpoint reads no such topic"):
+    with pytest.raises(OffsetSpecError, match=f"^scope {topic}x: the checkpoint reads no such topic"):
         repair_checkpoint(url, KafkaConfig(bootstrap), strategy, execute=True, storage_options=options)
     assert writes == []
     untouched(fs, url, topic)

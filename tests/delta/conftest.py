@@ -1,5 +1,6 @@
 """Helpers for the Delta tests: the commands of this package on a group of their own, run as
-``stream-recovery`` runs them (a RecoveryError becomes ``Error: ...`` and its exit code)."""
+``stream-recovery`` runs them (a RecoveryError becomes ``Error: ...``, in flag words, and its exit
+code)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from recovery.cli import delta, ledger
+from recovery.cli.flags import in_flag_words
 from recovery.errors import RecoveryError
 
 
@@ -34,7 +36,7 @@ def run_cli(*args: str) -> Run:
     result = CliRunner().invoke(group, list(args))
     if isinstance(result.exception, RecoveryError):
         exc = result.exception
-        return Run(int(exc.exit_code), result.stdout, result.stderr + f"Error: {exc}\n")
+        return Run(int(exc.exit_code), result.stdout, result.stderr + f"Error: {in_flag_words(exc)}\n")
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Run(result.exit_code, result.stdout, result.stderr)

@@ -237,8 +237,9 @@ def test_ledger_of_several_pipelines_needs_one_named(tmp_path: Path, cli: Callab
     for args in (["show"], ["validate", "-b", "127.0.0.1:1"], ["repair", "-b", "127.0.0.1:1", "--execute"]):
         result = cli("ledger", args[0], table, *args[1:])
         assert result.exit_code == 2, (args, result.stderr)
-        assert f"Error: {table}: column 'pipeline' holds pipelines a, b; name one with --pipeline" in (
-            result.stderr
+        assert (
+            f"Error: --pipeline is needed: column 'pipeline' of {table} holds pipelines a, b; name one"
+            in (result.stderr)
         )
     assert DeltaTable(table).version() == before
     shown = cli("ledger", "show", table, "--pipeline", "a", "--output", "json")

@@ -205,6 +205,11 @@ BAD = [
         id="timeout-not-a-string",
     ),
     pytest.param(
+        "[cluster.local]\nbootstrap_servers = 'nope'\n",
+        "cluster.local: bootstrap_servers: 'nope' has no port (HOST:PORT, as broker:9092)",
+        id="bootstrap-no-port",
+    ),
+    pytest.param(
         "[job.orders\ncluster = 'local'\n",
         "not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 12)",
         id="toml-syntax",
@@ -357,6 +362,15 @@ def test_conf_check_json(conf_dir: Path) -> None:
         "storage_options": {"secret": "$AWS_SECRET_ACCESS_KEY"},
         "file": str(conf_dir / "jobs.toml"),
     }
+
+
+def test_a_bad_bootstrap_server_in_a_file_names_the_file_and_key_never_the_flag(conf_dir: Path) -> None:
+    path = write(conf_dir, "a.toml", "[cluster.local]\nbootstrap_servers = 'nope'\n" + JOB)
+    result = invoke("conf", "check", str(conf_dir))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: {path}: cluster.local: bootstrap_servers: 'nope' has no port (HOST:PORT, as broker:9092)\n"
+    )
 
 
 def test_conf_check_error_is_one_line_and_exit_2(conf_dir: Path) -> None:

@@ -102,7 +102,8 @@ def test_no_record_with_no_match_fail_names_every_partition() -> None:
         )
 
     assert failed.value.partitions == (ORDERS_0, ORDERS_1)
-    assert "--no-match latest" in str(failed.value)
+    assert str(failed.value).startswith("no_match 'fail': no record at or after ")
+    assert failed.value.parameter == "no_match"
 
 
 # -- selections ----------------------------------------------------------------------------------

@@ -139,7 +139,7 @@ def test_a_bad_offsets_line_names_file_and_line() -> None:
     with pytest.raises(OffsetSpecError) as refused:
         read_offsets_file(["orders,0,5", "orders,x,5"], "plan.csv")
 
-    assert str(refused.value) == "--from-file plan.csv:2: partition 'x' is not an integer"
+    assert str(refused.value) == "plan.csv:2: partition 'x' is not an integer"
     assert refused.value.exit_code is ExitCode.INVALID_INPUT
 
 
@@ -187,7 +187,7 @@ def test_a_malformed_offsets_file_is_one_line_naming_file_and_line(
     with pytest.raises(OffsetSpecError) as refused:
         load_offsets_file(str(path))
 
-    assert str(refused.value) == f"--from-file {path}:{wrong}"
+    assert str(refused.value) == f"path {path}:{wrong}"
     assert "\n" not in str(refused.value)
 
 
@@ -203,17 +203,17 @@ def test_offsets_file_forms_that_are_accepted(tmp_path: Path) -> None:
     ]
 
     assert load_offsets_file(str(path)) == {TP1: 7, TP0: 2**63 - 1}
-    assert read_offsets_file(export, "show.csv", flag="--compare") == {TP0: 5}
+    assert read_offsets_file(export, "show.csv", name="--compare") == {TP0: 5}
 
 
 def test_an_offsets_path_that_is_no_file_is_bad_input(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
 
-    with pytest.raises(OffsetSpecError, match=r"^--from-file .*/missing.csv: cannot read \(No such file"):
+    with pytest.raises(OffsetSpecError, match=r"^path .*/missing.csv: cannot read \(No such file"):
         load_offsets_file(str(tmp_path / "missing.csv"))
     with pytest.raises(OffsetSpecError, match=r"^--compare .*/fifo: not a regular file$"):
-        load_offsets_file(str(fifo), flag="--compare")  # never blocks on a FIFO
+        load_offsets_file(str(fifo), name="--compare")  # never blocks on a FIFO
     with pytest.raises(OffsetSpecError, match=r": not a regular file$"):
         load_offsets_file(str(tmp_path))
 
@@ -235,7 +235,7 @@ def test_arbitrary_bytes_are_offsets_or_one_bad_input_line(data: bytes) -> None:
     try:
         offsets = read_offsets_file(data.splitlines(keepends=True), "x.csv")
     except OffsetSpecError as exc:
-        assert str(exc).startswith("--from-file x.csv:") and "\n" not in str(exc)
+        assert str(exc).startswith("x.csv:") and "\n" not in str(exc)
     else:
         assert offsets and all(0 <= v < 2**63 and tp.partition >= 0 for tp, v in offsets.items())
 
@@ -307,7 +307,7 @@ def test_a_backup_dir_that_cannot_be_written_is_bad_input(tmp_path: Path) -> Non
         write_backup(group({TP0: 1}), blocker / "sub")
 
     assert str(refused.value) == (
-        f"--backup-dir {blocker}/sub: cannot write the backup of group billing (Not a directory). "
+        f"backup_dir {blocker}/sub: cannot write the backup of group billing (Not a directory). "
         "Nothing was written."
     )
 
@@ -357,5 +357,5 @@ def test_group_commands_exit_2_on_a_bad_file_before_any_kafka_io_and_3_when_unre
 
 
 def test_group_backups_go_to_a_local_directory() -> None:
-    with pytest.raises(InvalidInput, match=r"^--backup-dir s3://b/x: group backups go to a local directory$"):
+    with pytest.raises(InvalidInput, match=r"^backup_dir s3://b/x: group backups go to a local directory$"):
         write_backup(group({TP0: 1}), "s3://b/x")

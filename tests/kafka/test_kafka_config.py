@@ -68,10 +68,10 @@ def test_secrets_never_appear_in_repr_or_messages(tmp_path: Path) -> None:
     assert "'sasl.password': '[redacted]'" in repr(config)
     with pytest.raises(ConfigError) as bad:
         KafkaConfig.from_options("b1:9092", overrides=["ssl.key.password"])
-    assert str(bad.value) == "-X ssl.key.password...: expected prop=val (the value is not shown)"
+    assert str(bad.value) == "overrides ssl.key.password...: expected prop=val (the value is not shown)"
     with pytest.raises(ConfigError) as typo:  # ':' for '=': the value after it is the secret
         KafkaConfig.from_options("b1:9092", overrides=["sasl.password:hunter2"])
-    assert "hunter2" not in str(typo.value) and str(typo.value).startswith("-X sasl.password...:")
+    assert "hunter2" not in str(typo.value) and str(typo.value).startswith("overrides sasl.password...:")
 
 
 def test_invalid_librdkafka_setting_is_a_config_error_without_the_secret() -> None:
@@ -131,9 +131,9 @@ def test_bootstrap_servers_the_java_clients_accept(servers: str) -> None:
 @pytest.mark.parametrize(
     ("servers", "message"),
     [
-        ("::garbage::", "--bootstrap-server: '::garbage::' is not HOST:PORT"),
+        ("::garbage::", "bootstrap_servers: '::garbage::' is not HOST:PORT"),
         ("::1:9092", "'::1:9092' is not HOST:PORT (as broker:9092, or [::1]:9092 for IPv6)"),
-        ("broker", "--bootstrap-server: 'broker' has no port (HOST:PORT, as broker:9092)"),
+        ("broker", "bootstrap_servers: 'broker' has no port (HOST:PORT, as broker:9092)"),
         ("[::1]", "'[::1]' has no port"),
         ("broker:", "the port of 'broker:' is not in 1-65535"),
         ("broker:0", "the port of 'broker:0' is not in 1-65535"),

@@ -130,7 +130,7 @@ def test_timestamp_later_than_every_record_follows_the_no_match_policy(
     }
     assert failed.value.partitions == (tp(topic, 0), tp(topic, 1))
     assert str(failed.value).startswith(
-        f"no record at or after {later} ({iso_utc(later)}) in {topic} [0], {topic} [1];"
+        f"no_match 'fail': no record at or after {later} ({iso_utc(later)}) in {topic} [0], {topic} [1];"
     )
 
 
@@ -362,8 +362,8 @@ def test_cli_no_match_fail_prints_nothing_on_stdout(
     out, err = capfd.readouterr()
     assert (exited.value.code, out) == (1, "")
     assert err == (
-        f"Error: no record at or after {T0 + 1} ({iso_utc(T0 + 1)}) in {topic} [0]; "
-        "choose what to use instead with --no-match latest or --no-match earliest\n"
+        f"Error: --no-match 'fail': no record at or after {T0 + 1} ({iso_utc(T0 + 1)}) in {topic} [0]; "
+        "'latest' or 'earliest' would use the log end or the log start there instead\n"
     )
 
 

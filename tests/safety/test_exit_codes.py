@@ -682,3 +682,47 @@ def test_repair_with_an_unusable_backup_dir_is_bad_input_and_nothing_is_written(
         assert len(errors) == 1 and _backup_refusal(backup_dir, made, why, "offsets/0").fullmatch(errors[0])
         assert err.endswith(errors[0] + "\n")
         assert tree(Path(chk)) == before
+
+
+@pytest.mark.integration
+def test_repair_execute_with_an_unusable_export_path_writes_nothing(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+) -> None:
+    """``--export`` is opened before the repair runs: a path that cannot be written is one line, exit
+    2, and the checkpoint as it was (the export used to be written after the checkpoint was)."""
+    world = World(tmp_path, bootstrap, new_topic, produce)
+    chk = world.checkpoint(world.topic(lost_to=15), partitions=2, batches=1)
+    before = tree(Path(chk))
+    code, out, err = run(
+        ["repair", chk, *world.kafka(), "--execute", "--export", "/proc/nope/plan.csv"], capsys
+    )
+    assert (code, out, err) == (2, "", "Error: --export /proc/nope/plan.csv: No such file or directory\n")
+    assert tree(Path(chk)) == before
+
+
+@pytest.mark.integration
+def test_repair_export_holds_the_positions_the_repair_wrote(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bootstrap: str,
+    new_topic: Callable[..., str],
+    produce: Callable[..., int],
+) -> None:
+    world = World(tmp_path, bootstrap, new_topic, produce)
+    topic = world.topic(lost_to=15)
+    chk = world.checkpoint(topic, partitions=2, batches=1)
+    export = tmp_path / "plan.csv"
+    export.write_text("left from an earlier run\n")
+    code, out, err = run(["repair", chk, *world.kafka(), "--export", str(export)], capsys)  # dry run
+    assert code == 1, err
+    planned = export.read_text()
+    assert planned.startswith(f"{topic},0,15\n"), planned
+    code, out, err = run(["repair", chk, *world.kafka(), "--execute", "--export", str(export)], capsys)
+    assert code == 0, err
+    assert export.read_text() == planned
+    code, out, err = run(["validate", chk, *world.kafka(), "--no-runway"], capsys)
+    assert code == 0, out + err

@@ -85,7 +85,7 @@ def test_a_record_time_iso_8601_cannot_write_is_shown_without_overflowing() -> N
 @pytest.mark.parametrize(
     ("request_", "message"),
     [
-        (StrategyRequest(to_datetime=str(2**64)), f"--to-datetime '{2**64}': {AFTER_9999}"),
+        (StrategyRequest(to_datetime=str(2**64)), f"to_datetime '{2**64}': {AFTER_9999}"),
         (StrategyRequest(by_duration="P30000D"), "reaches back before 1970-01-01"),
         (StrategyRequest(by_duration=f"P{'9' * 400}DT1.5S"), "longer than 100 years"),
     ],
