@@ -15,10 +15,13 @@ from typing import Any
 
 import click
 
-from recovery.cli.flags import in_flag_words
 from recovery.core.model import GateMode, Policy
 from recovery.errors import ExitCode, RecoveryError
 from recovery.kafka.config import KafkaConfig
+
+# The library names a bad value by its Python parameter; these jobs' options are the CLI's flags
+# (recovery.cli.flags, which a job does not import: it would load the CLI).
+JOB_FLAGS = {"bootstrap_servers": "--bootstrap-server", "overrides": "-X"}
 
 
 def kafka_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -107,6 +110,6 @@ def run_job(command: click.Command, prog_name: str) -> None:
     except click.exceptions.Abort:
         sys.exit(ExitCode.ACTION_NEEDED)
     except RecoveryError as exc:
-        click.echo(f"Error: {in_flag_words(exc)}", err=True)  # a bad -b is --bootstrap-server here too
+        click.echo(f"Error: {exc.worded(JOB_FLAGS)}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else ExitCode.OK)

@@ -29,10 +29,12 @@ a command-line flag. An error whose message starts with such a parameter says wh
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import IntEnum
 
 # scheme://user:password@host -> scheme://***@host; and a bare user:password@host, as SDKs quote a
 # URL's parts in their own messages (botocore: Invalid bucket name "user:password@bucket").
+_WORD_CHAR = re.compile(r"\w")
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
 _BARE_USERINFO = re.compile(r"(?<![\w.+%-])[^\s\"'/@:=,]+:[^\s\"'/@]+@(?=[\w\[])")
 
@@ -62,6 +64,20 @@ class RecoveryError(Exception):
         super().__init__(*(self._clean(a) if isinstance(a, str) else a for a in args))
         # The Python parameter (or a parser's ``name``) the message starts with, if it starts with one.
         self.parameter = parameter or None
+
+    def worded(self, words: Mapping[str, str]) -> str:
+        """The message with the parameter it starts with said as ``words`` says it (a command line's
+        flag for it); the message as it is when it names no parameter ``words`` knows.
+
+        >>> InvalidInput("parallel must be at least 1, not 0", parameter="parallel").worded(
+        ...     {"parallel": "--parallel"})
+        '--parallel must be at least 1, not 0'
+        """
+        text, parameter = str(self), self.parameter or ""
+        word, rest = words.get(parameter), text[len(parameter) :]
+        if word is None or not text.startswith(parameter) or _WORD_CHAR.match(rest[:1]):
+            return text  # a longer word that starts the same is not the parameter
+        return word + rest
 
     def _clean(self, text: str) -> str:
         text = mask_credentials(text)

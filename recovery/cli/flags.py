@@ -11,8 +11,6 @@ boundary (:func:`recovery.cli.run`) prints such a message with the flag in its p
 
 from __future__ import annotations
 
-import re
-
 from recovery.errors import RecoveryError
 
 # Python parameter (or a field of a value the CLI builds from its options) -> the flag that sets
@@ -37,8 +35,6 @@ FLAGS: dict[str, str] = {
     "topics": "--topic",
 }
 
-_WORD = re.compile(r"\w")
-
 
 def in_flag_words(exc: RecoveryError) -> str:
     """``exc``'s message as a CLI user reads it: when it starts with the parameter it names, the
@@ -48,8 +44,4 @@ def in_flag_words(exc: RecoveryError) -> str:
     >>> in_flag_words(InvalidInput("parallel must be at least 1, not 0", parameter="parallel"))
     '--parallel must be at least 1, not 0'
     """
-    text, parameter = str(exc), exc.parameter or ""
-    flag, rest = FLAGS.get(parameter), text[len(parameter) :]
-    if flag is None or not text.startswith(parameter) or _WORD.match(rest[:1]):
-        return text  # a longer word that starts the same is not the parameter
-    return flag + rest
+    return exc.worded(FLAGS)

@@ -5,6 +5,8 @@ value is refused before a connection is tried."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,3 +246,22 @@ def test_every_parameter_the_library_names_has_a_flag_or_never_reaches_the_cli()
     assert {"runway_warn_s", "scope", "from_file", "bootstrap_servers", "no_match"} <= tagged  # found
     assert tagged - set(FLAGS) - set(NOT_FROM_THE_CLI) == set()
     assert set(NOT_FROM_THE_CLI) <= tagged, "a listed name is no longer tagged: drop it"
+
+
+@pytest.mark.slow  # a Python process per case
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["-b", "nope"], "Error: --bootstrap-server: 'nope' has no port (HOST:PORT, as broker:9092)\n"),
+        (["-b", "h:1", "-X", "foo"], "Error: -X foo...: expected prop=val (the value is not shown)\n"),
+    ],
+    ids=["bootstrap-server", "X"],
+)
+def test_a_job_names_its_own_flags_without_loading_the_cli(
+    argv: list[str], line: str, tmp_path: Path
+) -> None:
+    job = Path(__file__).resolve().parents[2] / "jobs" / "lag_export.py"
+    done = subprocess.run(
+        [sys.executable, str(job), *argv, str(tmp_path / "chk")], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", line)
