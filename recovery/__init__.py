@@ -106,6 +106,8 @@ _EXPORTS = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 
+# Any: the exports are objects of many types, and a caller's type checker sees each through this
+# function (they are not also imported under TYPE_CHECKING: docs/griffe_exports.py reads _EXPORTS).
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:

@@ -15,9 +15,9 @@ import difflib
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from recovery.checkpoint import Checkpoint, open_checkpoint
+from recovery.checkpoint.options import StorageOptions
 from recovery.core.model import (
     DEFAULT_ACTIVE_WITHIN_S,
     CheckpointFile,
@@ -88,7 +88,7 @@ def validate_checkpoint(
     kafka: KafkaConfig,
     *,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     sink: str | None = None,
     runway: bool = True,
     runway_warn_s: float | None = None,
@@ -177,7 +177,7 @@ def plan_repair(
     policy: Policy | None = None,
     *,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     sink: str | None = None,
 ) -> Plan:
     """The repair ``strategy`` (default: follower-style clamp) would make. Never writes. With
@@ -198,7 +198,7 @@ def repair_checkpoint(
     *,
     execute: bool = False,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     sink: str | None = None,
     accept_sink_skip: bool = False,
     force: bool = False,
@@ -262,7 +262,7 @@ def _plan_from(
     strategy: Strategy | None,
     policy: Policy | None,
     isolation: Isolation,
-    storage_options: Mapping[str, Any] | None,
+    storage_options: StorageOptions | None,
     sink: str | None,
 ) -> Plan:
     """:func:`plan_repair` on a checkpoint already open."""
@@ -274,7 +274,7 @@ def _plan_from(
 
 
 def _not_executed(
-    plan: Plan, location: str, sink: str | None, storage_options: Mapping[str, Any] | None
+    plan: Plan, location: str, sink: str | None, storage_options: StorageOptions | None
 ) -> RepairResult:
     """The dry run's result (or a refused plan's): nothing written."""
     warning = _sink_warning(location, sink, _sink_risky_files(plan), storage_options)
@@ -285,7 +285,7 @@ def _sink_warning(
     checkpoint: str | Checkpoint,
     sink: str | None,
     files: Iterable[CheckpointFile],
-    storage_options: Mapping[str, Any] | None,
+    storage_options: StorageOptions | None,
 ) -> SinkWarning | None:
     """:func:`recovery.delta.sink.sink_warning` when there is a ``sink``, else None."""
     if not sink:
@@ -387,7 +387,7 @@ def checkpoint_time_targets(
     no_match: NoMatch,
     *,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> Mapping[TopicPartition, int]:
     """For ``to_datetime``/``by_duration``: the first offset at or after ``timestamp_ms`` in every
     partition of the checkpoint's topics (``no_match`` decides where nothing is that new)."""
@@ -431,7 +431,7 @@ def starting_offsets(
     no_match: NoMatch = NoMatch.LATEST,
     on_beyond_end: OnBeyondEnd = OnBeyondEnd.LATEST,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     sink: str | None = None,
 ) -> StartingOffsets:
     """Spark ``startingOffsets`` listing every partition, from exactly one of: an old checkpoint
@@ -549,7 +549,7 @@ def checkpoint_lag(
     kafka: KafkaConfig,
     *,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     runway_warn_s: float | None = None,
 ) -> tuple[PartitionLag, ...]:
     """Per partition: where the checkpoint resumes, the log's bounds now, the records still to read,

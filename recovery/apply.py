@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypedDict
 
 from recovery.checkpoint import (
     BackupSet,
@@ -36,6 +36,7 @@ from recovery.checkpoint import (
 )
 from recovery.checkpoint.backup import backup_root, lists_backups, new_backup_id
 from recovery.checkpoint.heartbeat import refuse_if_in_use
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE, INTENT_FILE, RECOVERY_DIR
 from recovery.core.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, ClusterView, Plan, TopicPartition
 from recovery.core.plan import decide_repair, resolve_sink
@@ -46,6 +47,15 @@ from recovery.resume import checkpoint_view, cluster_for, sink_facts
 from recovery.topic_ids import TOPIC_IDS_FILE, record_topic_ids, topic_ids_file
 
 log = logging.getLogger(__name__)
+
+
+class _Announcement(TypedDict, total=False):
+    """The backup set a lock's first intent record names: keywords of :func:`checkpoint_lock`."""
+
+    backup_id: str
+    backup_root: str
+    files: tuple[str, ...]
+    none_listed: bool
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,7 @@ def apply(
     plan: Plan,
     kafka: KafkaConfig,
     *,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     backup_dir: str | None = None,
     force: bool = False,
     active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
@@ -91,7 +101,7 @@ def apply(
     if plan.refused:
         raise LossBudgetExceeded(f"{plan.checkpoint}: repair refused: {plan.refused}. Nothing was written.")
     reuse = checkpoint if _reusable(checkpoint, plan) else None
-    announce = _announced_backup(reuse, plan, backup_dir, storage_options) if reuse else {}
+    announce: _Announcement = _announced_backup(reuse, plan, backup_dir, storage_options) if reuse else {}
     # The lock first: it rolls back a killed command, so what is read and re-planned is the original.
     with checkpoint_lock(plan.checkpoint, storage_options, command=recorded_by, **announce) as lock:
         if (
@@ -168,8 +178,8 @@ def _reusable(checkpoint: Checkpoint | None, plan: Plan) -> bool:
 
 
 def _announced_backup(
-    chk: Checkpoint, plan: Plan, backup_dir: str | None, storage_options: Mapping[str, Any] | None
-) -> dict[str, Any]:
+    chk: Checkpoint, plan: Plan, backup_dir: str | None, storage_options: StorageOptions | None
+) -> _Announcement:
     """The backup set the lock's first intent record names (see :func:`checkpoint_lock`): the id
     chosen now (one LIST of the backup directory, as it always was) and the files the plan changes
     plus the topic-id record, which :func:`recovery.checkpoint.rewrite.apply_rewrite` then finds

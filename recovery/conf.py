@@ -33,6 +33,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from recovery.checkpoint.options import StorageOptions
 from recovery.core.model import GateMode, Isolation
 from recovery.core.runway import parse_runway_warn
 from recovery.errors import ConfigError, InvalidInput, OffsetSpecError
@@ -90,8 +91,8 @@ class JobConf:
     gate: GateMode = GateMode.FAIL
     sink: str | None = None
     runway_warn_s: float | None = None
-    storage_shown: Mapping[str, Any] = field(default_factory=dict)
-    storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    storage_shown: StorageOptions = field(default_factory=dict)
+    storage_options: StorageOptions = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class _Job(BaseModel):
 
     cluster: str
     checkpoint: str
-    storage_options: dict[str, Any] = Field(default_factory=dict)
+    storage_options: dict[str, Any] = Field(default_factory=dict)  # the TOML table, any TOML values
     storage_options_env: dict[str, str] = Field(default_factory=dict)
     isolation: Annotated[Isolation, Field(strict=False)] = Isolation.READ_UNCOMMITTED
     sink: str | None = None
@@ -365,7 +366,7 @@ def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
             "keep one"
         )
     options = dict(raw.storage_options)
-    shown: dict[str, Any] = dict(raw.storage_options)
+    shown: dict[str, object] = dict(raw.storage_options)
     for key, variable in raw.storage_options_env.items():
         options[key] = _from_env(file, _path(*base, "storage_options_env", key), variable, env)
         shown[key] = f"${variable}"

@@ -19,12 +19,11 @@ the job is what cures them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from recovery.api import ValidationReport, plan_repair, validate_checkpoint
 from recovery.apply import apply
 from recovery.checkpoint import checkpoint_lock, open_checkpoint
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.store import Store
 from recovery.core.model import GateMode, Isolation, Policy, Strategy
 from recovery.errors import GateFailed
@@ -46,7 +45,7 @@ def prestart_gate(
     policy: Policy | None = None,
     strategy: Strategy | None = None,
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     sink: str | None = None,
     runway_warn_s: float | None = DEFAULT_GATE_RUNWAY_WARN_S,
 ) -> ValidationReport | None:

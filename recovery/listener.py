@@ -48,12 +48,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.heartbeat import write_heartbeat
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.store import Store
-from recovery.core.model import Isolation, OffsetRange, TopicPartition
+from recovery.core.model import Isolation, JsonObject, OffsetRange, TopicPartition
 from recovery.core.runway import runway_of
 from recovery.errors import RecoveryError, mask_credentials
 from recovery.kafka.config import KafkaConfig
@@ -150,7 +151,7 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def parse_progress(progress: Mapping[str, Any]) -> BatchProgress:
+def parse_progress(progress: JsonObject) -> BatchProgress:
     """Read a progress event's JSON (``StreamingQueryProgress.json``): Kafka sources by description."""
     sources: list[SourceBatch] = []
     skipped: list[str] = []
@@ -288,7 +289,7 @@ class MonitorOptions(TypedDict, total=False):
     query_id: str | None
     isolation: Isolation
     interval_s: float
-    storage_options: Mapping[str, Any] | None
+    storage_options: StorageOptions | None
     registry: CollectorRegistry | None
     runway_interval_s: float | None
     clock: Callable[[], float]
@@ -313,7 +314,7 @@ class QueryMonitor:
         query_id: str | None = None,
         isolation: Isolation = Isolation.READ_UNCOMMITTED,
         interval_s: float = DEFAULT_INTERVAL_S,
-        storage_options: Mapping[str, Any] | None = None,
+        storage_options: StorageOptions | None = None,
         registry: CollectorRegistry | None = None,
         runway_interval_s: float | None = 60.0,
         clock: Callable[[], float] = time.monotonic,
@@ -426,7 +427,7 @@ class QueryMonitor:
             self._beat(query_id, run_id, "running", force=True)
             self._keep_beating(query_id)
 
-    def on_progress(self, progress: Mapping[str, Any]) -> None:
+    def on_progress(self, progress: JsonObject) -> None:
         with self._guard("progress"), self._lock:
             batch = parse_progress(progress)
             if not self._mine(batch.query_id):
@@ -639,7 +640,7 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def _checkpoint_query_id(checkpoint: str, storage_options: Mapping[str, Any]) -> str | None:
+def _checkpoint_query_id(checkpoint: str, storage_options: StorageOptions) -> str | None:
     """The query id in ``checkpoint/metadata`` (None while there is none)."""
     store = Store(checkpoint, storage_options)
     data = store.read("metadata")

@@ -9,11 +9,10 @@ line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
+from recovery.checkpoint.options import StorageOptions
 from recovery.core.model import (
     CLOCK_SKEW_ALLOWANCE_MS,
     CheckpointFile,
@@ -33,7 +32,7 @@ from recovery.kafka.config import KafkaConfig
 from recovery.topic_ids import read_topic_ids
 
 # Partitions whose time lookups go out with the log ranges' ListOffsets, at most. Beyond, a time
-# lookup waits for the ranges and asks only where it can tell something (:func:`_may_tell`): one
+# lookup waits for the ranges and asks only where it can tell something (:func:`_evidence_lookups`): one
 # round trip more (with its own timeout), and no lookup of an empty partition or of one whose log
 # starts at or past the position (each lookup of 100,000 partitions costs ~2 s of the client's and
 # the brokers' CPU).
@@ -96,7 +95,7 @@ def has_delta_source(chk: Checkpoint) -> bool:
 
 
 def sink_facts(
-    view: CheckpointView, sink: str | None, storage_options: Mapping[str, Any] | None = None
+    view: CheckpointView, sink: str | None, storage_options: StorageOptions | None = None
 ) -> CheckpointView:
     """``view`` with what the Delta sink ``sink`` holds for its query (its ``txn`` version)."""
     if sink is None:
@@ -129,7 +128,7 @@ def cluster_for(
     topics = checkpoint_topics(view)
     cluster, found = cluster_with_times(kafka, topics, isolation, times if together else {})
     if not together:
-        found = first_offsets_at_times(kafka, _may_tell(view, cluster))
+        found = first_offsets_at_times(kafka, _evidence_lookups(view, cluster))
     cluster = replace(cluster, isolation=isolation)
     # Where no record is that new: the high watermark (not below the log end): no evidence.
     ends = cluster.high_watermarks or {tp: r.end for tp, r in cluster.partitions.items()}
@@ -166,7 +165,7 @@ def _evidence_time(source: SourcePosition) -> int | None:
     return at_ms if 0 <= at_ms <= MAX_TIMESTAMP_MS else None
 
 
-def _may_tell(view: CheckpointView, cluster: ClusterView) -> dict[int, set[TopicPartition]]:
+def _evidence_lookups(view: CheckpointView, cluster: ClusterView) -> dict[int, set[TopicPartition]]:
     """The time lookups whose answers can be evidence: in partitions of topics whose ids were
     never recorded, holding records below the position (the log starts below both the position
     and the log end). A log that is empty, or starts at or past the position, holds none."""

@@ -333,12 +333,12 @@ def test_planning_core_imports_no_io() -> None:
         assert imported <= allowed, f"{module} imports {imported - allowed}"
 
 
-def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
-    # model.rebuilt builds a Finding from its __dict__, for speed: that must stay its fields and
+def test_findings_copied_without_replace_keep_every_other_field() -> None:
+    # model.copied_with builds a Finding from its __dict__, for speed: that must stay its fields and
     # nothing else (this sample names every field, so a new one fails here first).
     from dataclasses import fields, replace
 
-    from recovery.core.model import Finding, Runway, rebuilt
+    from recovery.core.model import Finding, Runway, copied_with
 
     sample = {
         "source_id": "1",
@@ -358,15 +358,15 @@ def test_findings_rebuilt_without_replace_keep_every_other_field() -> None:
     f = Finding(**{field.name: sample[field.name] for field in fields(Finding)})
 
     changes = {"verdict": Verdict.BELOW_LOG_START, "spark_error": None, "records_lost": 1, "notes": ()}
-    copy = rebuilt(f, **changes)
+    copy = copied_with(f, **changes)
     assert copy == replace(f, **changes)  # type: ignore[arg-type]
     assert list(vars(copy)) == [field.name for field in fields(Finding)]
-    assert rebuilt(f) == f
+    assert copied_with(f) == f
 
 
-def test_every_rebuilt_finding_names_fields_that_exist() -> None:
-    # rebuilt copies __dict__ without Finding.__init__, which would refuse a misspelt field: so
-    # every keyword of every rebuilt call in the planning core and the runway is checked here.
+def test_every_copied_finding_names_fields_that_exist() -> None:
+    # copied_with copies __dict__ without Finding.__init__, which would refuse a misspelt field: so
+    # every keyword of every copied_with call in the planning core and the runway is checked here.
     from dataclasses import fields
 
     import recovery.core.plan
@@ -377,7 +377,7 @@ def test_every_rebuilt_finding_names_fields_that_exist() -> None:
         node
         for module in (recovery.core.plan, recovery.core.runway)
         for node in ast.walk(ast.parse(Path(module.__file__ or "").read_text()))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "rebuilt"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "copied_with"
     ]
     named = {kw.arg for call in calls for kw in call.keywords}
     assert len(calls) >= 8 and None not in named  # no **changes passed through

@@ -20,7 +20,7 @@ Names are loaded on first use (PEP 562), as in :mod:`recovery`: importing a pure
 """
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the real names, for type checkers and editors
     from recovery.checkpoint.backup import (
@@ -165,7 +165,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'recovery.checkpoint' has no attribute {name!r}")

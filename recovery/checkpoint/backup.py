@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.recovery_dir import BACKUPS_DIR, RECOVERY_DIR, TOOLKIT_PATHS
 from recovery.checkpoint.store import Entry, Store
 from recovery.errors import CheckpointFormatError, InvalidInput
@@ -54,7 +54,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def backup_root(chk_store: Store, backup_dir: str | None, storage_options: Mapping[str, Any] | None) -> Store:
+def backup_root(chk_store: Store, backup_dir: str | None, storage_options: StorageOptions | None) -> Store:
     """Where the checkpoint's backup sets go: ``backup_dir``, else its ``_recovery/backups``."""
     if backup_dir is None:
         return chk_store.child(BACKUPS_DIR)
@@ -79,7 +79,7 @@ def write_backup(
     reason: str,
     query_id: str | None,
     backup_dir: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     backup_id: str | None = None,
 ) -> BackupSet:
     """Copy the current bytes of ``paths`` (relative to the checkpoint) into a new backup set;
@@ -125,7 +125,7 @@ def _manifest_json(backup: BackupSet) -> str:
     )
 
 
-def checked_rel_path(rel: Any, where: str) -> str:
+def checked_rel_path(rel: object, where: str) -> str:
     """``rel`` if it is a plain relative path inside the checkpoint: a string of ``/``-separated
     names, none empty, ``.`` or ``..``, no backslash or NUL, not the toolkit's own lock, intent
     record or backups. Anything else is bad input naming ``where``."""
@@ -204,7 +204,7 @@ def require_location(store: Store) -> None:
 
 def list_backups(
     location: str,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     *,
     backup_dir: str | None = None,
 ) -> tuple[BackupSet, ...]:
@@ -224,7 +224,7 @@ def list_backups(
 
 def incomplete_backups(
     location: str,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     *,
     backup_dir: str | None = None,
 ) -> tuple[str, ...]:

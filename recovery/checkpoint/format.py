@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import NoReturn
 
-from recovery.core.model import TopicPartition
+from recovery.core.model import JsonObject, JsonValue, TopicPartition
 from recovery.errors import CheckpointFormatError
 
 # OffsetSeqLog.VERSION_1/VERSION_2 (Spark 4.2+ reads both); CommitLog max 3 (4.2+); the Kafka
@@ -219,11 +219,11 @@ def _decode(data: bytes, path: str, *, base: int = 0) -> str:
     return text
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not allowed")
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _no_duplicates(pairs: list[tuple[str, JsonValue]]) -> JsonObject:
     out = dict(pairs)  # one C call; the key-by-key search only when the sizes say a key repeats
     if len(out) != len(pairs):
         seen: set[str] = set()
@@ -234,7 +234,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _json(text: str, path: str, where: str) -> Any:
+def _json(text: str, path: str, where: str) -> JsonValue:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
@@ -243,15 +243,15 @@ def _json(text: str, path: str, where: str) -> Any:
         raise _fail(path, f"{where} is not valid JSON ({exc})") from None
 
 
-def _compact(value: Any) -> str:
+def _compact(value: JsonValue) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: JsonValue) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_long(value: Any) -> bool:
+def _is_long(value: JsonValue) -> bool:
     return _is_int(value) and LONG_MIN <= value <= LONG_MAX
 
 
@@ -282,7 +282,7 @@ def _respell(old_text: str, new_json: str) -> str:
 _PARTITION_KEYS = re.compile(r"-?[0-9]+(?:,-?[0-9]+)*")
 
 
-def _looks_like_kafka(value: Any) -> bool:
+def _looks_like_kafka(value: JsonValue) -> bool:
     # {"topic":{"0":n,...},...}: JsonUtils.partitionOffsets. An empty map ({}) cannot be told apart
     # from other sources and stays opaque.
     return (
@@ -292,14 +292,14 @@ def _looks_like_kafka(value: Any) -> bool:
     )
 
 
-def _partition_keys(parts: dict[str, Any]) -> bool:
+def _partition_keys(parts: JsonObject) -> bool:
     """Every key ``-?[0-9]+`` (a key holding a comma would add a comma: the count catches it)."""
     joined = ",".join(parts)
     return joined.count(",") == len(parts) - 1 and _PARTITION_KEYS.fullmatch(joined) is not None
 
 
 def _kafka_from_value(
-    value: dict[str, dict[str, Any]], path: str, where: str, known: Partitions | None = None
+    value: dict[str, JsonObject], path: str, where: str, known: Partitions | None = None
 ) -> KafkaOffsets:
     # KafkaSourceOffset(str) = JsonUtils.partitionOffsets: Jackson reads Map[String, Map[Int, Long]]
     # (connector/kafka-0-10-sql/.../JsonUtils.scala). Spark only ever writes concrete positions
@@ -327,7 +327,7 @@ def _kafka_from_value(
     return KafkaOffsets(tuple(out))
 
 
-def _plain_numbers(parts: dict[str, Any]) -> list[int] | None:
+def _plain_numbers(parts: JsonObject) -> list[int] | None:
     """The partition numbers when every key is one in [0, 2^31) and every offset a JSON integer in
     [0, 2^63); else None (the caller then finds what is wrong, partition by partition)."""
     offsets = parts.values()
@@ -363,7 +363,7 @@ def parse_kafka_offsets(
     return _kafka_from_value(value, path, where, known)
 
 
-_DELTA_FIELDS: dict[str, Callable[[Any], bool]] = {
+_DELTA_FIELDS: dict[str, Callable[[JsonValue], bool]] = {
     "sourceVersion": _is_long,
     "reservoirId": lambda v: isinstance(v, str),
     "reservoirVersion": _is_long,
@@ -372,7 +372,7 @@ _DELTA_FIELDS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _delta_from_value(value: dict[str, Any], path: str, where: str) -> DeltaSourceOffset:
+def _delta_from_value(value: JsonObject, path: str, where: str) -> DeltaSourceOffset:
     for field, ok in _DELTA_FIELDS.items():
         if field not in value or not ok(value[field]):
             raise _fail(path, f"{where}: Delta source offset has a missing or bad {field!r}")
@@ -538,7 +538,7 @@ def with_kafka_offsets(
 # -- commits/<N> -------------------------------------------------------------------------------------
 
 
-def _parse_state_ids(value: Any, path: str) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
+def _parse_state_ids(value: JsonValue, path: str) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
     bad = _fail(path, "line 2: stateUniqueIds is not a map of operator id -> [[id, ...], ...]")
     if not isinstance(value, dict):
         raise bad

@@ -26,12 +26,11 @@ import math
 import os
 import socket
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from recovery.checkpoint.intent import read_last_write
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.reader import Checkpoint
 from recovery.checkpoint.recovery_dir import HEARTBEAT_FILE
 from recovery.checkpoint.store import Store
@@ -166,7 +165,7 @@ def parse_heartbeat(data: bytes, where: str) -> Heartbeat:
         raise CheckpointFormatError(f"{where}: not a heartbeat record ({exc})") from None
 
 
-def _store(checkpoint: str | Store, storage_options: Mapping[str, Any] | None) -> Store:
+def _store(checkpoint: str | Store, storage_options: StorageOptions | None) -> Store:
     return checkpoint if isinstance(checkpoint, Store) else Store(checkpoint, storage_options)
 
 
@@ -177,7 +176,7 @@ def write_heartbeat(
     run_id: str,
     state: str,
     interval_s: float,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     now_ms: int | None = None,
 ) -> None:
     """Write (replace) the checkpoint's heartbeat atomically. Never raises for IO: a failure is
@@ -212,7 +211,7 @@ def write_heartbeat(
 
 
 def read_heartbeat(
-    checkpoint: str | Store, storage_options: Mapping[str, Any] | None = None
+    checkpoint: str | Store, storage_options: StorageOptions | None = None
 ) -> Heartbeat | None:
     """The checkpoint's heartbeat; None when there is none, or (with a logged warning) when it is
     malformed. Raises StorageError when the store cannot be read at all.

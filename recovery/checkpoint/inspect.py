@@ -9,12 +9,11 @@ Each result carries its exit code: a checkpoint Spark would refuse to restart fr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from recovery.checkpoint.backup import BackupSet, incomplete_backups, list_backups, require_location
 from recovery.checkpoint.format import KafkaOffsets, OffsetSeqMetadata, SourceKind
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.reader import FileRead, open_checkpoint
 from recovery.checkpoint.store import Store
 from recovery.core.model import TopicPartition
@@ -82,7 +81,7 @@ def _kafka(offsets: KafkaOffsets) -> Offsets:
 
 
 def inspect_checkpoint(
-    location: str, *, batch: int | None = None, storage_options: Mapping[str, Any] | None = None
+    location: str, *, batch: int | None = None, storage_options: StorageOptions | None = None
 ) -> CheckpointInfo:
     """Read a checkpoint's ``metadata``, list its logs, and parse batch ``batch`` (default: the latest
     offsets), the latest commit and the Kafka initial offsets, checking each ``.crc`` side file.
@@ -128,7 +127,7 @@ def inspect_checkpoint(
 
 
 def inspect_backups(
-    location: str, *, backup_dir: str | None = None, storage_options: Mapping[str, Any] | None = None
+    location: str, *, backup_dir: str | None = None, storage_options: StorageOptions | None = None
 ) -> BackupListing:
     """The backup sets of the checkpoint at ``location`` (in ``backup_dir`` if given), oldest first.
 

@@ -37,15 +37,15 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import partial
-from typing import Any
 
 from recovery.checkpoint.backup import MANIFEST, checked_rel_path, parse_manifest, verified_originals
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.recovery_dir import INTENT_FILE, LAST_WRITE_FILE, RECOVERY_DIR
 from recovery.checkpoint.replacement import replace_files
 from recovery.checkpoint.store import Entry, Store
@@ -367,7 +367,7 @@ def _busy(store: Store, intent: Intent | None) -> StateError:
 @contextmanager
 def checkpoint_lock(
     checkpoint: str | Store,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     *,
     command: str,
     take_over: bool = False,
@@ -569,7 +569,7 @@ class RecoverResult:
 
 def recover_interrupted(
     location: str,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     *,
     take_over: bool = False,
     execute: bool = False,

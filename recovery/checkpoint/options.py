@@ -15,10 +15,16 @@ import difflib
 import inspect
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 from recovery.errors import ConfigError, mask_credentials
+
+StorageOptions: TypeAlias = Mapping[str, Any]
+"""fsspec storage options as a caller gives them: strings from ``--storage-option``, TOML values
+from a fleet conf, anything the file system's constructor takes from Python. The toolkit reads them
+only to type and check them (:func:`typed_storage_options`) and to find secrets, and hands them on
+to fsspec; ``Any`` because what each key takes is the file system's to say."""
 
 _SECRET_WORDS = ("secret", "password", "passwd", "token", "credential", "key", "sas", "signature", "auth")
 # Keys fsspec itself takes on every file system (AbstractFileSystem / caching).
@@ -48,7 +54,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return out
 
 
-def secret_values(options: Mapping[str, Any]) -> tuple[str, ...]:
+def secret_values(options: StorageOptions) -> tuple[str, ...]:
     """The string values to mask in messages: those of secret-bearing keys, and nested ones."""
     out: list[str] = []
     for key, value in options.items():
@@ -59,10 +65,10 @@ def secret_values(options: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _parameters(fs_class: type) -> tuple[dict[str, Any], bool]:
+def _parameters(fs_class: type) -> tuple[dict[str, object], bool]:
     """Named constructor parameters of ``fs_class`` (and its bases) with their defaults; whether it
     takes anything else (``**kwargs`` handed to a library we cannot see into)."""
-    known: dict[str, Any] = dict(_COMMON)
+    known: dict[str, object] = dict(_COMMON)
     for cls in reversed(fs_class.__mro__):
         init = cls.__dict__.get("__init__")
         if init is None:
@@ -77,7 +83,7 @@ def _parameters(fs_class: type) -> tuple[dict[str, Any], bool]:
     return known, False
 
 
-def _typed(key: str, value: Any, default: Any) -> Any:
+def _typed(key: str, value: object, default: object) -> object:
     shown = "(value not shown)" if is_secret_key(key) else repr(value)
     if not isinstance(value, str):
         return value
@@ -109,7 +115,7 @@ def _typed(key: str, value: Any, default: Any) -> Any:
     return value
 
 
-def _check_url(key: str, value: Any) -> None:
+def _check_url(key: str, value: object) -> None:
     if not isinstance(value, str):
         raise ConfigError(f"storage option {key}: expected a URL")
     parts = urlsplit(value)
@@ -123,10 +129,10 @@ def _check_url(key: str, value: Any) -> None:
         raise ConfigError(f"storage option {key}: bad port in {redact(repr(value))}") from None
 
 
-def typed_storage_options(fs_class: type, options: Mapping[str, Any]) -> dict[str, Any]:
+def typed_storage_options(fs_class: type, options: StorageOptions) -> StorageOptions:
     """``options`` typed for ``fs_class`` and checked (see the module docstring). Raises ConfigError."""
     known, _ = _parameters(fs_class)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in options.items():
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=3)

@@ -7,15 +7,15 @@ asked for (a checkpoint with 10,000 retained batches costs two listings, not 10,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
 
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.crc import checksum_matches, crc_name, parse_checksum_file
 from recovery.checkpoint.format import SourceKind
 from recovery.checkpoint.intent import HolderState, Interrupted, read_interrupted
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.recovery_dir import INTENT_FILE, RECOVERY_DIR
 from recovery.checkpoint.store import Entry, Store
 from recovery.core.model import CheckpointFile
@@ -56,7 +56,10 @@ class Checkpoint:
         self.verify_crc = verify_crc
         self._listings: dict[str, tuple[Entry, ...]] = {}
         self._names: dict[str, dict[str, Entry]] = {}
-        self._parsed: dict[str, Any] = {}  # rel -> its parsed value: each file is parsed once
+        # rel -> its parsed value: each file is parsed once
+        self._offset_entries: dict[str, fmt.OffsetLogEntry] = {}
+        self._commit_entries: dict[str, fmt.CommitLogEntry] = {}
+        self._initial_entries: dict[str, fmt.InitialOffsets] = {}
         self._partitions: fmt.Partitions = {}  # one TopicPartition per partition for all files
         self._bytes: dict[str, bytes | None] = {}
         self._reads: dict[str, FileRead] = {}
@@ -166,25 +169,25 @@ class Checkpoint:
 
     def offsets(self, batch_id: int) -> fmt.OffsetLogEntry:
         rel = str(CheckpointFile.offsets(batch_id))
-        if rel not in self._parsed:
+        if rel not in self._offset_entries:
             data = self.read(rel)
             if data is None:
                 raise CheckpointFormatError(f"{self.store.display(rel)}: no such batch file")
-            self._parsed[rel] = fmt.parse_offset_log(
+            self._offset_entries[rel] = fmt.parse_offset_log(
                 data, batch_id=batch_id, path=self.store.display(rel), known=self._partitions
             )
-        entry: fmt.OffsetLogEntry = self._parsed[rel]
-        return entry
+        return self._offset_entries[rel]
 
     def commit(self, batch_id: int) -> fmt.CommitLogEntry:
         rel = f"commits/{batch_id}"
-        if rel not in self._parsed:
+        if rel not in self._commit_entries:
             data = self.read(rel)
             if data is None:
                 raise CheckpointFormatError(f"{self.store.display(rel)}: no such batch file")
-            self._parsed[rel] = fmt.parse_commit_log(data, batch_id=batch_id, path=self.store.display(rel))
-        entry: fmt.CommitLogEntry = self._parsed[rel]
-        return entry
+            self._commit_entries[rel] = fmt.parse_commit_log(
+                data, batch_id=batch_id, path=self.store.display(rel)
+            )
+        return self._commit_entries[rel]
 
     def latest_offsets(self) -> fmt.OffsetLogEntry | None:
         ids = self.offset_batch_ids
@@ -212,12 +215,11 @@ class Checkpoint:
         return self._initial(rel, data)
 
     def _initial(self, rel: str, data: bytes) -> fmt.InitialOffsets:
-        if rel not in self._parsed:
-            self._parsed[rel] = fmt.parse_initial_offsets(
+        if rel not in self._initial_entries:
+            self._initial_entries[rel] = fmt.parse_initial_offsets(
                 data, path=self.store.display(rel), known=self._partitions
             )
-        initial: fmt.InitialOffsets = self._parsed[rel]
-        return initial
+        return self._initial_entries[rel]
 
     def _log_state(self, min_batches_to_retain: int = DEFAULT_MIN_BATCHES_TO_RETAIN) -> RestartState:
         return plan_restart(
@@ -412,7 +414,7 @@ class Checkpoint:
 
 def open_checkpoint(
     location: str,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     *,
     verify_crc: bool = True,
     strict: bool = True,

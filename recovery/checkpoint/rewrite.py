@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import NoReturn, TypeVar
 
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.backup import (
@@ -46,6 +46,7 @@ from recovery.checkpoint.backup import (
 )
 from recovery.checkpoint.heartbeat import refuse_if_in_use
 from recovery.checkpoint.intent import Interrupted, Lock, Phase, checkpoint_lock
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.reader import Checkpoint
 from recovery.checkpoint.replacement import crc_rel, replace_files, side_file, with_side_files
 from recovery.checkpoint.store import Store
@@ -139,7 +140,7 @@ def apply_rewrite(
     plan: RewritePlan,
     *,
     backup_dir: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     extra: Mapping[str, bytes] | None = None,
     command: str = "rewrite-offsets",
 ) -> BackupSet:
@@ -278,7 +279,7 @@ def rewrite_offsets(
     *,
     initial: Mapping[int | str, OffsetChanges] | None = None,
     backup_dir: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     extra: Mapping[str, bytes] | None = None,
 ) -> BackupSet:
     """Set Kafka offsets in existing batch files (and ``sources/<i>/0``), in place, after a backup;
@@ -301,7 +302,7 @@ def restore_backup(
     backup_id: str | None = None,
     *,
     execute: bool = False,
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     backup_dir: str | None = None,
     force: bool = False,
     active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
@@ -341,7 +342,7 @@ def _restore(
     backup_id: str | None,
     lock: Lock | None,
     *,
-    storage_options: Mapping[str, Any] | None,
+    storage_options: StorageOptions | None,
     backup_dir: str | None,
     in_use_within_s: float | None = None,
 ) -> RestoreResult:
@@ -436,10 +437,13 @@ def plan_delta_rewrite(
     return RewritePlan(chk.location, tuple(_batch_changes(chk, batches, fmt.with_delta_offset)))
 
 
+_SourceValue = TypeVar("_SourceValue")  # what one source's line becomes: Kafka changes, a Delta offset
+
+
 def _batch_changes(
     chk: Checkpoint,
-    batches: Mapping[int, Mapping[int | str, Any]],
-    edit: Callable[[fmt.OffsetLogEntry, int | str, Any], fmt.OffsetLogEntry],
+    batches: Mapping[int, Mapping[int | str, _SourceValue]],
+    edit: Callable[[fmt.OffsetLogEntry, int | str, _SourceValue], fmt.OffsetLogEntry],
 ) -> list[FileChange]:
     """``edit`` each source's line of each existing ``offsets/<N>``; the files whose bytes change."""
     changes: list[FileChange] = []

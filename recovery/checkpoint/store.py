@@ -31,12 +31,12 @@ import re
 import signal
 import stat
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from recovery.checkpoint.options import redact, secret_values, typed_storage_options
+from recovery.checkpoint.options import StorageOptions, redact, secret_values, typed_storage_options
 from recovery.errors import CheckpointFormatError, ConfigError, InvalidInput, RecoveryError, StorageError
 
 RENAME_PROTOCOLS = frozenset({"file", "local", "memory"})
@@ -164,7 +164,7 @@ def _plain_local_root(location: str) -> str | None:
     return path.rstrip("/") or "/"
 
 
-def _typed_options(location: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def _typed_options(location: str, options: StorageOptions) -> StorageOptions:
     """The storage options typed and checked for the file system ``location`` names (no IO)."""
     if "::" in location:  # chained URLs: the options belong to several file systems
         return dict(options)
@@ -183,12 +183,12 @@ def _typed_options(location: str, options: Mapping[str, Any]) -> dict[str, Any]:
 class Store:
     """A directory on some filesystem, addressed by relative paths (``offsets/17``)."""
 
-    def __init__(self, location: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, location: str, storage_options: StorageOptions | None = None) -> None:
         self.location = location.rstrip("/") or location
         self.secrets = secret_values(storage_options or {})
         local_root = None if storage_options else _plain_local_root(self.location)
         if local_root is not None:  # the file system object is made when first asked for (fs)
-            self.storage_options: dict[str, Any] = {}
+            self.storage_options: StorageOptions = {}
             self.root: str = local_root
             self.protocol, self.is_local, self.has_rename, self.keeps_crc = "file", True, True, True
             return
@@ -205,7 +205,7 @@ class Store:
         self.keeps_crc = bool(set(protocols) & CRC_PROTOCOLS)
 
     @functools.cached_property
-    def fs(self) -> Any:
+    def fs(self) -> Any:  # fsspec is untyped (ignore_missing_imports): its file systems are Any
         """The fsspec file system (made here only for plain local paths, which seldom need it)."""
         import fsspec  # type: ignore[import-untyped,unused-ignore]
 
@@ -229,7 +229,7 @@ class Store:
     def full(self, rel: str = "") -> str:
         return f"{self.root}/{rel}" if rel else self.root
 
-    def other(self, location: str, storage_options: Mapping[str, Any] | None = None) -> Store:
+    def other(self, location: str, storage_options: StorageOptions | None = None) -> Store:
         """A store at ``location`` (e.g. a backup directory) with ``storage_options`` (default: this
         store's) when it is on the same kind of file system, else none (S3 options mean nothing to
         a local backup directory)."""
@@ -240,7 +240,7 @@ class Store:
     def child(self, rel: str) -> Store:
         return Store(f"{self.location}/{rel}", self.storage_options)
 
-    def _errors(self, rel: str, *, writing: bool = False) -> Any:
+    def _errors(self, rel: str, *, writing: bool = False) -> AbstractContextManager[None]:
         return _storage_errors(self.display(rel), local=self.is_local, secrets=self.secrets, writing=writing)
 
     # -- local confinement -----------------------------------------------------------------------
@@ -337,7 +337,7 @@ class Store:
             entries.append(Entry(name, info.get("type") == "directory", info.get("size"), etag))
         return tuple(sorted(entries, key=lambda e: e.name))
 
-    def _ls(self, path: str) -> Any:
+    def _ls(self, path: str) -> Any:  # fsspec is untyped: its detailed listing, a list of info dicts
         """``fs.ls(path, detail=True)`` in one request where the backend allows: s3fs's ``ls`` lists
         the parent directory too when ``path`` is empty or missing (to tell a file from a directory),
         a second LIST this class never needs (it lists directories only); its ``_lsdir`` does not."""
@@ -384,7 +384,7 @@ class Store:
             raise
 
     @property
-    def _one_get(self) -> dict[str, Any]:
+    def _one_get(self) -> dict[str, int]:
         """cat_file arguments for a single GET: s3fs otherwise first asks the object's size (a HEAD,
         plus a LIST when the object is missing) to decide on ranged concurrent reads; checkpoint
         files are small."""

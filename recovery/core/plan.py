@@ -44,7 +44,7 @@ from recovery.core.model import (
     StrategyKind,
     TopicPartition,
     Verdict,
-    rebuilt,
+    copied_with,
 )
 
 
@@ -107,12 +107,12 @@ def assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
             f"sink {view.sink.table if view.sink else ''} already holds batch {view.batch_id}: Spark "
             f"skips it without reading Kafka and runs batch {view.batch_id + 1} from offsets/{view.batch_id}"
         )
-        return tuple(rebuilt(f, notes=(*f.notes, note)) for f in findings)
+        return tuple(copied_with(f, notes=(*f.notes, note)) for f in findings)
     if not view.rerun or view.sink is not None:
         return findings
     notes: dict[tuple[object, ...], str] = {}  # one text per outcome, shared by its partitions
     out = []
-    for f, alt in _paired(findings, _assess(after_sink_skip(view), cluster)):
+    for f, alt in _with_alternatives(findings, _assess(after_sink_skip(view), cluster)):
         if alt is None or _same_outcome(alt, f):
             out.append(f)
             continue
@@ -123,11 +123,11 @@ def assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
                 f"sink's commit and commits/{view.batch_id}; a Delta sink's txn for the query id), Spark "
                 f"skips that batch and then {_describe_outcome(alt)}; give --sink to know"
             )
-        out.append(rebuilt(f, notes=(*f.notes, notes[outcome])))
+        out.append(copied_with(f, notes=(*f.notes, notes[outcome])))
     return tuple(out)
 
 
-def _paired(
+def _with_alternatives(
     findings: tuple[Finding, ...], alternative: tuple[Finding, ...]
 ) -> Iterable[tuple[Finding, Finding | None]]:
     """Each finding with the alternative's of the same source and partition (None if it has none).
@@ -264,14 +264,14 @@ def _judge(
         )
     if position is None:  # only in the stored end of a re-run batch: Spark treats it as added
         return _new_partition(source, tp, available, batch_end=batch_end)
-    base = rebuilt(  # Finding(...) without its frozen __init__ (see recovery.core.model.rebuilt)
+    base = copied_with(  # Finding(...) without its frozen __init__ (see recovery.core.model.copied_with)
         _BLANK, source_id=source.source_id, tp=tp, position=position, batch_end=batch_end, available=available
     )
 
     rerun = view.rerun and source.end is not None
     if rerun and tp not in (source.end or {}):
         # getOffsetRangesFromResolvedOffsets: in ``from`` but not in the stored ``until``
-        return rebuilt(
+        return copied_with(
             base,
             verdict=Verdict.PARTITION_GONE,
             spark_error=PARTITIONS_DELETED,
@@ -288,7 +288,7 @@ def _judge(
         if f.spark_error is None and available.start <= position <= available.end:
             skipped = position - available.start  # the new topic's records below the position
         clock = _clock_note(cluster, tp.topic) if by_time else None
-        f = rebuilt(
+        f = copied_with(
             f,
             verdict=Verdict.TOPIC_RECREATED,
             silently_skipped=skipped,
@@ -305,9 +305,9 @@ def _judge(
         # record below the position is newer than the batch by more than the clock-skew allowance,
         # so a topic recreated sooner than that after the batch reads as OK whatever they say.
         compared = (source.source_id, tp) in cluster.newer_than_read
-        f = rebuilt(f, notes=(*f.notes, _cannot_tell_note(tp.topic, timestamps_compared=compared)))
+        f = copied_with(f, notes=(*f.notes, _cannot_tell_note(tp.topic, timestamps_compared=compared)))
     upper = cluster.isolation is Isolation.READ_COMMITTED and bool(f.records_lost or f.silently_skipped)
-    return rebuilt(f, upper_bound=upper) if upper != f.upper_bound else f
+    return copied_with(f, upper_bound=upper) if upper != f.upper_bound else f
 
 
 def _cannot_tell_note(topic: str, *, timestamps_compared: bool) -> str:
@@ -404,7 +404,7 @@ def _range_and_read(
 ) -> Finding:
     """Steps 3 and 4 of the model for one partition Spark knows: ``batch_end`` is the stored end of
     a re-run batch, None when a new batch runs up to the latest offset (the log end here)."""
-    f = base if base.available is available else rebuilt(base, available=available)
+    f = base if base.available is available else copied_with(base, available=available)
     until = available.end if batch_end is None else batch_end
     hwm = cluster.high_watermarks.get(base.tp)
     open_txn = cluster.isolation is Isolation.READ_COMMITTED and hwm is not None
@@ -419,7 +419,7 @@ def _range_and_read(
                 if batch_end is not None
                 else ""
             )
-            return rebuilt(
+            return copied_with(
                 f,
                 verdict=Verdict.OPEN_TRANSACTION,
                 spark_error=OFFSET_CHANGED,
@@ -436,7 +436,7 @@ def _range_and_read(
             else f"position {position} is past the log end {available.end}: topic recreated or log truncated"
         )
         verdict = Verdict.BEYOND_LOG_END if position > available.end else Verdict.TOPIC_RECREATED
-        return rebuilt(
+        return copied_with(
             f,
             verdict=verdict,
             spark_error=OFFSET_CHANGED,
@@ -446,7 +446,7 @@ def _range_and_read(
         )
     lost = max(0, available.start - position)
     if lost:  # step 4: the read starts below the log start
-        return rebuilt(
+        return copied_with(
             f,
             verdict=Verdict.BELOW_LOG_START,
             spark_error=COULD_NOT_READ,
@@ -457,7 +457,7 @@ def _range_and_read(
     if batch_end is None:
         return f  # position within the log: OK
     if position >= available.end and position < batch_end:  # the re-run reads from past the log end
-        return rebuilt(
+        return copied_with(
             f,
             verdict=Verdict.OPEN_TRANSACTION if open_txn else Verdict.BEYOND_LOG_END,
             spark_error=COULD_NOT_READ,
@@ -466,7 +466,7 @@ def _range_and_read(
             silently_skipped=available.size,
         )
     if batch_end > available.end:
-        return rebuilt(
+        return copied_with(
             f,
             verdict=Verdict.BEYOND_LOG_END,
             spark_error=COULD_NOT_READ,
@@ -600,7 +600,7 @@ def _move(finding: Finding, strategy: Strategy) -> Iterable[Move]:
     def move(
         old: int | None, new: int | None, reason: str, lost: int = 0, skipped: int = 0, replayed: int = 0
     ) -> Move:
-        # Every field, without the frozen __init__ (see recovery.core.model.rebuilt; a plan of 100,000
+        # Every field, without the frozen __init__ (see recovery.core.model.copied_with; a plan of 100,000
         # partitions makes 100,000 moves). A test checks that these are exactly Move's fields.
         made = object.__new__(Move)
         made.__dict__.update(
@@ -690,7 +690,7 @@ def _change(
     file: CheckpointFile, source_id: str, tp: TopicPartition, old: int | None, new: int | None
 ) -> OffsetChange:
     """``OffsetChange(file, source_id, tp, old, new)`` without the frozen ``__init__`` (see
-    :func:`recovery.core.model.rebuilt`; a test checks these are exactly its fields)."""
+    :func:`recovery.core.model.copied_with`; a test checks these are exactly its fields)."""
     made = object.__new__(OffsetChange)
     made.__dict__.update(file=file, source_id=source_id, tp=tp, old=old, new=new)
     return made

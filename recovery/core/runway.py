@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from recovery.core.model import Finding, OffsetRange, Runway, TopicPartition, Verdict, rebuilt
+from recovery.core.model import Finding, OffsetRange, Runway, TopicPartition, Verdict, copied_with
 from recovery.core.strategy import parse_duration_ms
 from recovery.errors import OffsetSpecError
 
@@ -235,7 +235,7 @@ def apply_runway(
             out.append(f)
             continue
         if f.position >= f.available.end:
-            out.append(rebuilt(f, runway=_NOTHING_UNREAD))
+            out.append(copied_with(f, runway=_NOTHING_UNREAD))
             continue
         runway = runway_of(
             f.position,
@@ -253,9 +253,9 @@ def apply_runway(
                 f"retention may delete unread records {when} (record at {f.position} is "
                 f"{format_duration_ms(now_ms - oldest)} old; {runway.reason}): start the query"
             )
-            out.append(rebuilt(f, verdict=Verdict.AT_RISK, runway=runway, detail=detail))
+            out.append(copied_with(f, verdict=Verdict.AT_RISK, runway=runway, detail=detail))
         else:
-            out.append(rebuilt(f, runway=runway))
+            out.append(copied_with(f, runway=runway))
     return tuple(out)
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
 from recovery.checkpoint import Checkpoint, Issue, Level, checkpoint_lock, open_checkpoint
 from recovery.checkpoint.format import DeltaSourceOffset, SourceKind
 from recovery.checkpoint.heartbeat import refuse_if_in_use
+from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
 from recovery.core.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile
 from recovery.core.restart import NextRun
@@ -92,7 +92,7 @@ def plan_delta_source(
     sink: str | None = None,
     max_versions: int | None = None,
     adopt_new_table: bool = False,
-    storage_options: Mapping[str, str] | None = None,
+    storage_options: StorageOptions | None = None,
     table_options: Mapping[str, str] | None = None,
 ) -> DeltaSourceResult:
     """Validate a checkpoint's Delta sources against their tables and plan a repair (no writes)."""
@@ -146,7 +146,7 @@ def repair_delta_source(
     accept_sink_skip: bool = False,
     max_versions: int | None = None,
     adopt_new_table: bool = False,
-    storage_options: Mapping[str, str] | None = None,
+    storage_options: StorageOptions | None = None,
     table_options: Mapping[str, str] | None = None,
     backup_dir: str | None = None,
     force: bool = False,
@@ -163,7 +163,7 @@ def repair_delta_source(
     """
     command = "delta-source repair --execute"
     # Executing: plan under the write lock, which first rolls back a killed command.
-    guard: AbstractContextManager[Any] = (
+    guard: AbstractContextManager[object] = (
         checkpoint_lock(checkpoint, storage_options, command=command) if execute else nullcontext()
     )
     with guard:
@@ -197,7 +197,7 @@ def delta_source_issues(
     checkpoint: str | Checkpoint,
     tables: Mapping[str, str] | None = None,
     *,
-    storage_options: Mapping[str, str] | None = None,
+    storage_options: StorageOptions | None = None,
     table_options: Mapping[str, str] | None = None,
 ) -> tuple[Issue, ...]:
     """The Delta sources of a checkpoint that also has Kafka sources, as ``validate``'s issues, so

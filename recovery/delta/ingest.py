@@ -27,9 +27,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from recovery.core.model import GateMode, Policy, TopicPartition
+from recovery.core.model import GateMode, JsonObject, Policy, TopicPartition
 from recovery.delta.ledger import ledger_gate
 from recovery.delta.ledger_batches import (
     META_KEY,
@@ -68,7 +67,7 @@ class LedgerBatch:
         """Nothing new past the ledger's offsets."""
         return all(self.start[tp] >= self.end[tp] for tp in self.end)
 
-    def recorded(self) -> dict[str, Any]:
+    def recorded(self) -> JsonObject:
         """The range as the data commit records it (partitions as strings, as JSON has them)."""
         return {
             "app_id": self.app_id,

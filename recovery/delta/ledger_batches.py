@@ -16,9 +16,8 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
 
-from recovery.core.model import TopicPartition
+from recovery.core.model import JsonObject, TopicPartition
 from recovery.delta.ledger_conf import LedgerConf
 from recovery.delta.ledger_model import LedgerRow, LedgerState, PendingBatch
 from recovery.delta.ledger_table import append_rows
@@ -37,7 +36,7 @@ def _txn_version(table: str, app_id: str, storage_options: Mapping[str, str] | N
 
 def recorded_batch(
     data_table: str, app_id: str, batch_id: int, storage_options: Mapping[str, str] | None = None
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     """The range of ``batch_id`` recorded in the data table's commit (``META_KEY`` in its
     ``userMetadata``), None if that batch was not written. Raises LedgerJobStopped when the app
     transaction says it was written but no commit records it."""

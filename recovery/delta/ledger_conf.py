@@ -10,7 +10,6 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -74,7 +73,7 @@ def load_conf(
 
 
 def make_conf(
-    values: Mapping[str, Any], *, name: str = "values", pipeline_required: bool = True
+    values: Mapping[str, object], *, name: str = "values", pipeline_required: bool = True
 ) -> LedgerConf:
     """A validated conf; messages start with ``name`` (what ``values`` came from: a file, say).
     ``columns.pipeline`` set to ``""`` (or None) means the table has no pipeline column. With

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recovery.core.model import TopicPartition
 from recovery.delta.ledger_conf import OPTIONAL_COLUMNS, LedgerColumns, LedgerConf
@@ -17,6 +17,9 @@ from recovery.delta.ledger_model import LedgerEntry, LedgerRow, LedgerState
 from recovery.delta.log import delta_errors, deltalake, open_table
 from recovery.delta.log import pyarrow as pa
 from recovery.errors import InvalidInput, PlanOutdated
+
+if TYPE_CHECKING:
+    from arro3.core import RecordBatchReader
 
 
 def _quote(name: str) -> str:
@@ -93,7 +96,7 @@ def read_ledger(conf: LedgerConf) -> LedgerState:
     )
 
 
-def _refuse_mixed_pipelines(table: str, dt: Any, column: str) -> None:
+def _refuse_mixed_pipelines(table: str, dt: deltalake.DeltaTable, column: str) -> None:
     """Without a pipeline, the latest rows of every pipeline would be merged into one position per
     partition (and a repair would append rows no pipeline reads): name one."""
     sql = (
@@ -111,7 +114,7 @@ def _refuse_mixed_pipelines(table: str, dt: Any, column: str) -> None:
         )
 
 
-def _iso(value: Any) -> str | None:
+def _iso(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -121,12 +124,13 @@ def _iso(value: Any) -> str | None:
     return str(value)
 
 
-def _pylist(reader: Any) -> list[dict[str, Any]]:
+# pyarrow is untyped (ignore_missing_imports): a row of its tables is a dict of Python values.
+def _pylist(reader: RecordBatchReader) -> list[dict[str, Any]]:
     table = pa.table(reader.read_all())
     return table.to_pylist()  # type: ignore[no-any-return]
 
 
-def ledger_schema() -> Any:
+def ledger_schema() -> Any:  # a pyarrow.Schema; pyarrow is untyped
     """The toolkit's ledger schema (pyarrow)."""
     return pa.schema(
         [
@@ -157,9 +161,10 @@ def create_ledger(table: str, storage_options: Mapping[str, str] | None = None) 
         )
 
 
+# A pyarrow.Schema in, a pyarrow.Table out; pyarrow is untyped.
 def rows_table(rows: Sequence[LedgerRow], columns: LedgerColumns, schema: Any) -> Any:
     """``rows`` as a pyarrow table in the ledger's own column names and types."""
-    values: dict[str, list[Any]] = {
+    values: dict[str, list[object]] = {
         "pipeline": [r.pipeline for r in rows],
         "batch_id": [r.batch_id for r in rows],
         "topic": [r.tp.topic for r in rows],

@@ -22,10 +22,11 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from recovery.checkpoint.store import Store
+from recovery.core.model import JsonObject
 from recovery.delta.model import TableLog, VersionFiles
 from recovery.errors import DeltaError, DeltaNotInstalled, DeltaTableNotFound, InvalidInput, RecoveryError
 
@@ -65,7 +66,7 @@ class _Library:
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def __getattr__(self, attribute: str) -> Any:
+    def __getattr__(self, attribute: str) -> object:
         return getattr(import_delta_library(self._name), attribute)
 
 
@@ -168,7 +169,7 @@ def _version_files(store: Store, version: int) -> VersionFiles:
         if not line.strip():
             continue
         try:
-            action: dict[str, Any] = json.loads(line)
+            action: JsonObject = json.loads(line)
         except ValueError as exc:
             raise DeltaError(f"{store.display(rel)}: line {number} is not JSON ({exc})") from None
         add = action.get("add")

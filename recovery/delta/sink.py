@@ -10,9 +10,9 @@ source repair (:mod:`recovery.delta.api`) ask here before they write and report 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from recovery.checkpoint import Checkpoint, NextRun, open_checkpoint
+from recovery.checkpoint.options import StorageOptions
 from recovery.core.model import CheckpointFile
 from recovery.delta.log import app_transaction_version
 from recovery.delta.model import SinkWarning
@@ -24,7 +24,7 @@ def sink_warning(
     checkpoint: str | Checkpoint,
     sink: str,
     changed_files: Iterable[CheckpointFile | str] = (),
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     *,
     table_options: Mapping[str, str] | None = None,
 ) -> SinkWarning | None:
@@ -62,7 +62,7 @@ def refuse_sink_skip(
     checkpoint: str | Checkpoint,
     sink: str,
     changed_files: Iterable[CheckpointFile | str],
-    storage_options: Mapping[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     *,
     table_options: Mapping[str, str] | None = None,
 ) -> None:

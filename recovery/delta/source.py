@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TypedDict
 
 from recovery.checkpoint.format import DeltaSourceOffset
 from recovery.delta.model import (
@@ -72,6 +72,17 @@ def _snapshots(read: DeltaSourceRead) -> list[tuple[DeltaPosition, int]]:
     return out
 
 
+class _Common(TypedDict):
+    """The fields every finding of one source shares, whatever its verdict."""
+
+    source_id: str
+    table: str
+    needed_from: int
+    resume_from: int
+    earliest: int
+    latest: int
+
+
 def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
     """One Delta source against its table as it is now."""
     positions = read.positions
@@ -79,7 +90,7 @@ def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
     resume = read.resume.offset
     resume_from, resume_commit = resume.reservoir_version, _first_commit(resume)
     earliest, latest = log.earliest_change, log.latest
-    base: dict[str, Any] = {
+    base: _Common = {
         "source_id": read.source_id,
         "table": log.table,
         "needed_from": needed_from,

@@ -27,7 +27,7 @@ Example::
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # Public name -> the module that defines it (imported when the name is first used).
 _EXPORTS: dict[str, str] = {
@@ -170,7 +170,7 @@ if TYPE_CHECKING:  # the names as mypy and IDEs see them
     )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from typing import Any
+from typing import TypeVar
 
 from recovery.kafka._errors import unreachable
 from recovery.kafka.config import KafkaConfig
@@ -37,7 +37,12 @@ def backoff(attempt: int) -> float:
     return float(min(2.0, 0.1 * 2**attempt))
 
 
-def wait_for(future: Any, deadline: Deadline, what: str, config: KafkaConfig) -> Any:
+_Result = TypeVar("_Result")
+
+
+def wait_for(
+    future: concurrent.futures.Future[_Result], deadline: Deadline, what: str, config: KafkaConfig
+) -> _Result:
     """``future.result()`` bounded by the deadline; a future librdkafka never completes is unreachable."""
     try:
         return future.result(timeout=deadline.remaining() + 5)

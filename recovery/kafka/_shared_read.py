@@ -33,10 +33,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
 
 from recovery import errors
-from recovery.core.model import Isolation, OffsetRange, TopicPartition
+from recovery.core.model import Isolation, JsonObject, OffsetRange, TopicPartition
 from recovery.errors import KafkaError, KafkaUnavailable, RecoveryError
 from recovery.kafka._errors import scrub
 from recovery.kafka._retry import Deadline
@@ -77,7 +76,7 @@ class ReadState:
             self.tp, self.start, self.end, self.records, self.min_ts, self.max_ts, tuple(self.gaps)
         )
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         """For a helper process (:meth:`Helper.start`) and back (:meth:`from_json`)."""
         return {
             "topic": self.tp.topic,
@@ -93,7 +92,7 @@ class ReadState:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReadState:
+    def from_json(cls, data: JsonObject) -> ReadState:
         return cls(
             TopicPartition(str(data["topic"]), int(data["partition"])),
             int(data["start"]),
@@ -155,7 +154,7 @@ class Helper:
         self.partitions = frozenset(partitions)
         self.config = config
         self.covered = 0  # offsets of its partitions behind it, as last reported
-        self._answer: dict[str, Any] | None = None
+        self._answer: JsonObject | None = None
         self._listener = threading.Thread(target=self._listen, name="read-helper", daemon=True)
         self._listener.start()
 
@@ -260,7 +259,7 @@ class Helper:
         self.covered = sum(min(s.position, s.end) - s.start for s in states.values())
         return states
 
-    def _raise(self, answer: Mapping[str, Any]) -> None:
+    def _raise(self, answer: JsonObject) -> None:
         said = answer["error"] if isinstance(answer["error"], dict) else {}
         message = scrub(str(said.get("message", "a helper process failed")), self.config)
         kind = getattr(errors, str(said.get("type")), None)

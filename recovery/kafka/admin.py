@@ -54,7 +54,12 @@ from recovery.kafka.values import (
 )
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import KafkaError as RdKafkaError
+    from confluent_kafka import TopicPartition as KafkaTP
+    from confluent_kafka.admin import AdminClient, ListOffsetsResultInfo, OffsetSpec, TopicDescription
+
+    # One ListOffsets call's answer: each partition's result, or the error it got instead.
+    OffsetsAnswer = Mapping[KafkaTP, ListOffsetsResultInfo | RdKafkaError]
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +152,20 @@ class KafkaAdmin:
 
         return answer
 
-    def _send_describe(self, names: list[str], deadline: Deadline) -> dict[str, Any]:
+    def _send_describe(
+        self, names: list[str], deadline: Deadline
+    ) -> dict[str, concurrent.futures.Future[TopicDescription]]:
         from confluent_kafka import TopicCollection
 
         timeout = self._request_timeout(deadline)
         return dict(self.client.describe_topics(TopicCollection(names), request_timeout=timeout))
 
     def _described(
-        self, futures: Mapping[str, Any], found: dict[str, TopicInfo | None], deadline: Deadline, attempt: int
+        self,
+        futures: Mapping[str, concurrent.futures.Future[TopicDescription]],
+        found: dict[str, TopicInfo | None],
+        deadline: Deadline,
+        attempt: int,
     ) -> list[str]:
         """One DescribeTopics round's answers into ``found``; the names to ask again (transient)."""
         from confluent_kafka import KafkaException
@@ -505,7 +516,7 @@ class KafkaAdmin:
 
     def _submit(
         self, queries: Mapping[str, ans.Query], pending: Mapping[str, set[TopicPartition]], deadline: Deadline
-    ) -> dict[str, Callable[[], Mapping[Any, Any]]]:
+    ) -> dict[str, Callable[[], OffsetsAnswer]]:
         """Send one ListOffsets call per query with pending partitions, all at once: ``{name: wait}``,
         ``wait()`` returning ``{confluent TopicPartition: ListOffsetsResultInfo | KafkaError}``."""
         return {
@@ -516,7 +527,7 @@ class KafkaAdmin:
 
     def _send_list_offsets(
         self, tps: Iterable[TopicPartition], spec: TimeSpec, isolation: Isolation, deadline: Deadline
-    ) -> Callable[[], Mapping[Any, Any]]:
+    ) -> Callable[[], OffsetsAnswer]:
         """Send the ``list_offsets`` calls for ``tps``, :data:`LIST_OFFSETS_CHUNK` partitions each
         (librdkafka: one request per leader broker per call), all before any answer is awaited.
 
@@ -535,12 +546,12 @@ class KafkaAdmin:
         request = [KafkaTP(tp.topic, tp.partition, value) for tp in tps]
         timeout = self._request_timeout(deadline)
         what = f"ListOffsets of {len(request)} partition(s)"
-        calls: list[concurrent.futures.Future[Any]] = []
+        calls: list[concurrent.futures.Future[OffsetsAnswer]] = []
         try:
             from confluent_kafka.cimpl import _AdminClientImpl
 
             for at in range(0, len(request), LIST_OFFSETS_CHUNK):
-                future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                future: concurrent.futures.Future[OffsetsAnswer] = concurrent.futures.Future()
                 future.set_running_or_notify_cancel()
                 _AdminClientImpl.list_offsets(
                     self.client,
@@ -559,10 +570,11 @@ class KafkaAdmin:
             )
             return lambda: _gather(futures, deadline, what, self.config)
 
-        def wait() -> Mapping[Any, Any]:
-            answered: dict[Any, Any] = {}
+        def wait() -> OffsetsAnswer:
+            answered: dict[KafkaTP, ListOffsetsResultInfo | RdKafkaError] = {}
             for call in calls:
-                answered.update(wait_for(call, deadline, what, self.config))
+                answer = wait_for(call, deadline, what, self.config)
+                answered.update(answer)
             return answered
 
         return wait
@@ -623,26 +635,34 @@ def _spec_value(spec: TimeSpec) -> int:
     return spec.timestamp_ms
 
 
-def _offset_spec(spec: TimeSpec) -> Any:
+def _offset_spec(spec: TimeSpec) -> OffsetSpec:
     """Our TimeSpec as confluent_kafka's OffsetSpec (ListOffsets -2, -1, -3 or a timestamp)."""
     from confluent_kafka.admin import OffsetSpec as _OffsetSpec
 
-    OffsetSpec: Any = _OffsetSpec  # its factories are untyped
+    factories: Any = _OffsetSpec  # its factory methods are unannotated (untyped calls under --strict)
+    made: OffsetSpec
     if spec.kind is TimeKind.EARLIEST:
-        return OffsetSpec.earliest()
-    if spec.kind is TimeKind.LATEST:
-        return OffsetSpec.latest()
-    if spec.kind is TimeKind.MAX_TIMESTAMP:
-        return OffsetSpec.max_timestamp()
-    assert spec.timestamp_ms is not None
-    return OffsetSpec.for_timestamp(spec.timestamp_ms)
+        made = factories.earliest()
+    elif spec.kind is TimeKind.LATEST:
+        made = factories.latest()
+    elif spec.kind is TimeKind.MAX_TIMESTAMP:
+        made = factories.max_timestamp()
+    else:
+        assert spec.timestamp_ms is not None
+        made = factories.for_timestamp(spec.timestamp_ms)
+    return made
 
 
-def _gather(futures: Mapping[Any, Any], deadline: Deadline, what: str, config: KafkaConfig) -> dict[Any, Any]:
+def _gather(
+    futures: Mapping[KafkaTP, concurrent.futures.Future[ListOffsetsResultInfo]],
+    deadline: Deadline,
+    what: str,
+    config: KafkaConfig,
+) -> OffsetsAnswer:
     """Per-partition futures of the public ``list_offsets`` as one answer (errors as values)."""
     from confluent_kafka import KafkaException
 
-    answered: dict[Any, Any] = {}
+    answered: dict[KafkaTP, ListOffsetsResultInfo | RdKafkaError] = {}
     for ktp, future in futures.items():
         try:
             answered[ktp] = wait_for(future, deadline, what, config)
@@ -671,7 +691,7 @@ def tp_key(tp: TopicPartition) -> tuple[str, int]:
     return (tp.topic, tp.partition)
 
 
-def item_key(item: tuple[TopicPartition, Any]) -> tuple[str, int]:
+def item_key(item: tuple[TopicPartition, object]) -> tuple[str, int]:
     return (item[0].topic, item[0].partition)
 
 

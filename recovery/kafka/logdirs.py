@@ -45,9 +45,9 @@ _MECHANISMS = frozenset({"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"})
 _CONNECTION_PREFIXES = ("sasl.", "ssl.", "ssl_", "security.", "enable.ssl.")
 
 
-def kafka_python_settings(kafka: KafkaConfig, timeout_ms: int) -> dict[str, Any] | str:
+def kafka_python_settings(kafka: KafkaConfig, timeout_ms: int) -> dict[str, object] | str:
     """kafka-python's keyword arguments for ``kafka``, or the name of the setting it cannot take."""
-    settings: dict[str, Any] = {
+    settings: dict[str, object] = {
         "bootstrap_servers": kafka.bootstrap_servers.split(","),
         "request_timeout_ms": timeout_ms,
         "bootstrap_timeout_ms": timeout_ms,
@@ -109,6 +109,7 @@ def _quiet_kafka_python() -> None:
             logger.setLevel(logging.INFO)
 
 
+# kafka-python ships no types: its answers are nested dicts of plain values.
 def _largest(answers: Iterable[Mapping[str, Any]]) -> dict[TopicPartition, int]:
     """The largest size each partition's replicas report, from kafka-python's answers."""
     sizes: dict[TopicPartition, int] = {}

@@ -48,7 +48,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from recovery.core.model import Isolation, NoMatch, OffsetRange, TopicPartition, TopicSelection
 from recovery.core.specs import TimeKind, TimeSpec
@@ -60,6 +60,7 @@ from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.values import (
     ConsumedRecord,
+    Headers,
     MissingPartition,
     OffsetRow,
     PartitionOffsets,
@@ -67,6 +68,11 @@ from recovery.kafka.values import (
     ReadSummary,
     RecordChunk,
 )
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Message
+    from confluent_kafka import KafkaError as RdKafkaError
+    from confluent_kafka import TopicPartition as KafkaTP
 
 __all__ = [
     "ConsumedRecord",
@@ -147,7 +153,7 @@ class LogReader:
         self._ranges: Mapping[TopicPartition, PartitionOffsets | MissingPartition] | None = None
         self._reported_at = 0.0
         self._one_topic: str | None = None  # the topic, when every partition read is of one topic
-        self._consumer: Any = None  # opened ahead of the read by from_selection
+        self._consumer: Consumer | None = None  # opened ahead of the read by from_selection
 
     @classmethod
     def from_selection(
@@ -352,7 +358,7 @@ class LogReader:
             return todo
         return shares[0]
 
-    def _ktp(self, tp: TopicPartition, offset: int) -> Any:
+    def _ktp(self, tp: TopicPartition, offset: int) -> KafkaTP:
         from confluent_kafka import TopicPartition as KafkaTP
 
         return KafkaTP(tp.topic, tp.partition, offset)
@@ -366,7 +372,7 @@ class LogReader:
             self.progress(self._covered(), self.total_offsets)
 
     def _poll(
-        self, consumer: Any, deadline: Deadline, keep: bool, own: list[TopicPartition]
+        self, consumer: Consumer, deadline: Deadline, keep: bool, own: list[TopicPartition]
     ) -> Iterator[tuple[RecordChunk, ...]]:
         pending = [self._states[tp] for tp in own if not self._states[tp].done]
         while pending:
@@ -396,8 +402,8 @@ class LogReader:
                 yield chunks
 
     def _take(
-        self, consumer: Any, messages: list[Any], keep: bool
-    ) -> tuple[tuple[RecordChunk, ...], list[Any]]:
+        self, consumer: Consumer, messages: list[Message], keep: bool
+    ) -> tuple[tuple[RecordChunk, ...], list[Message]]:
         """Count a poll's records per run of one partition; return the runs as chunks (if ``keep``)
         and the poll's events (errors, end of partition), in order.
 
@@ -406,13 +412,14 @@ class LogReader:
         so events are looked for only in a poll with a timestamp < 0. Records of a partition
         already done, or at or past its snapshot end, are not part of the read.
         """
-        from confluent_kafka import Message as _Message
+        from confluent_kafka import Message
 
-        Message: Any = _Message  # its methods are typed loosely (int | None); used through map()
         if not messages:
             return (), []
-        stamps = list(map(_TS_VALUE, map(Message.timestamp, messages)))
-        events: list[Any] = []
+        # A record's offset is never None (the stubs allow it for events, which are set aside below).
+        offset_of = cast("Callable[[Message], int]", Message.offset)
+        stamps: list[int] = list(map(_TS_VALUE, map(Message.timestamp, messages)))
+        events: list[Message] = []
         if min(stamps) < 0:  # an event, or a record without a timestamp
             events = [m for m in messages if m.error() is not None]
             if events:
@@ -427,46 +434,46 @@ class LogReader:
             if state is None or state.done:
                 continue
             offsets: list[int] | None = None
-            if run[-1].offset() >= state.end:
-                offsets = list(map(Message.offset, run))
+            if offset_of(run[-1]) >= state.end:
+                offsets = list(map(offset_of, run))
                 cut = bisect.bisect_left(offsets, state.end)
                 run, run_stamps, offsets = run[:cut], run_stamps[:cut], offsets[:cut]
                 if not run:
                     self._finish(consumer, state)
                     continue
             state.count(run_stamps)
-            state.position = max(state.position, run[-1].offset() + 1)
+            state.position = max(state.position, offset_of(run[-1]) + 1)
             if keep:
                 chunks.append(
                     RecordChunk(
                         state.tp,
-                        offsets if offsets is not None else list(map(Message.offset, run)),
+                        offsets if offsets is not None else list(map(offset_of, run)),
                         run_stamps,
                         list(map(Message.key, run)),
                         list(map(Message.value, run)),
-                        list(map(Message.headers, run)),
+                        cast("list[Headers]", list(map(Message.headers, run))),
                     )
                 )
             if state.position >= state.end:
                 self._finish(consumer, state)
         return tuple(chunks), events
 
-    def _runs(self, messages: list[Any]) -> list[tuple[tuple[str, int], int]]:
+    def _runs(self, messages: list[Message]) -> list[tuple[tuple[str, int], int]]:
         """``[((topic, partition), length), ...]``: the poll's runs of one partition, in order."""
-        from confluent_kafka import Message as _Message
+        from confluent_kafka import Message
 
-        Message: Any = _Message
         if not messages:
             return []
-        partitions = list(map(Message.partition, messages))
+        # A record always has its topic and partition (only some events lack them: none is left here).
+        partitions = cast("list[int]", list(map(Message.partition, messages)))
         if self._one_topic is not None:
             if partitions.count(partitions[0]) == len(partitions):
                 return [((self._one_topic, partitions[0]), len(partitions))]
             return [((self._one_topic, p), len(list(run))) for p, run in groupby(partitions)]
-        keys = list(zip(map(Message.topic, messages), partitions, strict=True))
+        keys = list(zip(cast("Iterator[str]", map(Message.topic, messages)), partitions, strict=True))
         return [(key, len(list(run))) for key, run in groupby(keys)]
 
-    def _check_positions(self, consumer: Any, states: list[ReadState]) -> None:
+    def _check_positions(self, consumer: Consumer, states: list[ReadState]) -> None:
         pending = [s.tp for s in states if not s.done]
         if not pending:
             return
@@ -478,33 +485,34 @@ class LogReader:
             if state.position >= state.end:
                 self._finish(consumer, state)
 
-    def _finish(self, consumer: Any, state: ReadState) -> None:
+    def _finish(self, consumer: Consumer, state: ReadState) -> None:
         state.done = True
         consumer.pause([self._ktp(state.tp, -1)])
 
-    def _on_error(self, consumer: Any, message: Any, deadline: Deadline) -> None:
+    def _on_error(self, consumer: Consumer, message: Message, deadline: Deadline) -> None:
         from confluent_kafka import KafkaException
 
-        error = message.error()
+        error = cast("RdKafkaError", message.error())  # an event: its error is set
         name = error.name()
-        tp = TopicPartition(message.topic(), message.partition())
+        # No topic or partition for an error of the client's own: no state matches it (ignored).
+        tp = TopicPartition(cast(str, message.topic()), cast(int, message.partition()))
         state = self._states.get(tp)
         if state is None or state.done:
             return
         if name == "_PARTITION_EOF":
-            state.position = max(state.position, message.offset())
+            state.position = max(state.position, cast(int, message.offset()))
             if state.position >= state.end:
                 self._finish(consumer, state)
             return
         if name in ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE"):
-            self._skip_deleted(consumer, state, message.offset(), deadline)
+            self._skip_deleted(consumer, state, cast(int, message.offset()), deadline)
             return
         exc = KafkaException(error)
         if is_transient(exc) or error.retriable():
             return  # librdkafka retries the fetch itself; the deadline bounds it
         raise KafkaError(f"reading {tp}: {error_code(exc)}: {error.str()}")
 
-    def _skip_deleted(self, consumer: Any, state: ReadState, failed_at: int, deadline: Deadline) -> None:
+    def _skip_deleted(self, consumer: Consumer, state: ReadState, failed_at: int, deadline: Deadline) -> None:
         """OUT_OF_RANGE below the log start: continue at the new log start and record the gap."""
         tp = state.tp
         at = failed_at if failed_at >= 0 else state.position
@@ -566,7 +574,7 @@ def _fewer_collections() -> Iterator[None]:
                 gc.set_threshold(*_gc_before)
 
 
-def _new_consumer(config: KafkaConfig, isolation: Isolation) -> Any:
+def _new_consumer(config: KafkaConfig, isolation: Isolation) -> Consumer:
     """A consumer for one read: assign() only (no group membership), nothing committed."""
     from confluent_kafka import Consumer, KafkaException
 

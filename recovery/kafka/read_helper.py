@@ -13,10 +13,8 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Mapping
-from typing import Any
 
-from recovery.core.model import Isolation
+from recovery.core.model import Isolation, JsonObject
 from recovery.errors import RecoveryError
 from recovery.kafka._shared_read import ReadState
 from recovery.kafka.config import KafkaConfig
@@ -34,7 +32,7 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
 
-    def say(what: Mapping[str, Any]) -> None:
+    def say(what: JsonObject) -> None:
         out.write(json.dumps(what) + "\n")
         out.flush()
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
@@ -30,7 +30,10 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def _wait(futures: Mapping[Any, Future[Any]], what: str, timeout: float = 30.0) -> None:
+_Key = TypeVar("_Key")  # what each future is for: a topic name, a config resource, a partition
+
+
+def _wait(futures: Mapping[_Key, Future[object]], what: str, timeout: float = 30.0) -> None:
     for key, future in futures.items():
         try:
             future.result(timeout=timeout)

@@ -18,9 +18,11 @@ the context. Beyond :data:`PAGE_ROWS` partitions the ``show`` table has one row 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from recovery.core.model import JsonObject
 
 if TYPE_CHECKING:  # the values only; importing recovery.checkpoint would pull in fsspec
     from recovery.checkpoint.backup import BackupSet
@@ -75,7 +77,7 @@ _NEXT = {
 # -- show ------------------------------------------------------------------------------------------
 
 
-def _offset_rows(offsets: Offsets | None) -> list[dict[str, Any]] | None:
+def _offset_rows(offsets: Offsets | None) -> list[JsonObject] | None:
     if offsets is None:
         return None
     return [{"topic": tp.topic, "partition": tp.partition, "offset": offset} for tp, offset in offsets]
@@ -87,7 +89,7 @@ def _file(file: CheckpointFile | None, *, initial: bool) -> str | None:
     return str(file)
 
 
-def _next_run(state: RestartState) -> dict[str, Any]:
+def _next_run(state: RestartState) -> JsonObject:
     return {
         "action": state.next_run.value,
         "batch_id": state.batch_id,
@@ -96,7 +98,7 @@ def _next_run(state: RestartState) -> dict[str, Any]:
     }
 
 
-def show_body(info: CheckpointInfo) -> dict[str, Any]:
+def show_body(info: CheckpointInfo) -> JsonObject:
     """The ``show --output json`` document."""
     offset_ids, commit_ids = info.offset_batch_ids, info.commit_batch_ids
     state = info.restart
@@ -124,9 +126,9 @@ def show_body(info: CheckpointInfo) -> dict[str, Any]:
     }
 
 
-def source_rows(info: CheckpointInfo) -> list[dict[str, Any]]:
+def source_rows(info: CheckpointInfo) -> list[JsonObject]:
     """One row per partition of each Kafka source of the batch shown, one per other source."""
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     for source in info.sources:
         kind = source.kind.value if source.kind else None
         if source.offsets is None:
@@ -165,10 +167,10 @@ def _by_topic(offsets: Offsets | None) -> dict[str, list[int]]:
     return out
 
 
-def summary_rows(info: CheckpointInfo) -> list[dict[str, Any]]:
+def summary_rows(info: CheckpointInfo) -> list[JsonObject]:
     """One row per topic of each Kafka source (partition count, lowest and highest offset and initial
     offset), one per other source: what a table of 100,000 partitions would bury."""
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     for source in info.sources:
         kind = source.kind.value if source.kind else None
         if source.offsets is None:
@@ -258,7 +260,7 @@ def show_notes(info: CheckpointInfo) -> list[str]:
 # -- backups ---------------------------------------------------------------------------------------
 
 
-def _backup_row(backup: BackupSet) -> dict[str, Any]:
+def _backup_row(backup: BackupSet) -> JsonObject:
     return {
         "id": backup.id,
         "created": backup.created,
@@ -269,12 +271,12 @@ def _backup_row(backup: BackupSet) -> dict[str, Any]:
     }
 
 
-def backup_rows(listing: BackupListing) -> list[dict[str, Any]]:
+def backup_rows(listing: BackupListing) -> list[JsonObject]:
     """The ``backups --output json`` list, oldest first."""
     return [_backup_row(b) for b in listing.backups]
 
 
-def backup_table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def backup_table_rows(rows: Sequence[JsonObject]) -> list[JsonObject]:
     """``rows`` with the file lists joined by spaces, for the table."""
     return [{**row, "paths": " ".join(row["files"]), "absent_paths": " ".join(row["absent"])} for row in rows]
 
@@ -292,7 +294,7 @@ def backup_notes(listing: BackupListing) -> list[str]:
 # -- restore ---------------------------------------------------------------------------------------
 
 
-def restore_body(result: RestoreResult) -> dict[str, Any]:
+def restore_body(result: RestoreResult) -> JsonObject:
     """The ``restore --output json`` document."""
     return {
         "backup": result.backup.id,
@@ -304,7 +306,7 @@ def restore_body(result: RestoreResult) -> dict[str, Any]:
     }
 
 
-def restore_rows(result: RestoreResult) -> list[dict[str, Any]]:
+def restore_rows(result: RestoreResult) -> list[JsonObject]:
     """One row per file of the backup set: ``restore`` (bytes put back), ``remove`` (it did not exist
     when the backup was taken) or ``unchanged``."""
     return [

@@ -34,11 +34,10 @@ JSON keys (``--output json``; tested in tests/delta):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from recovery.checkpoint.format import DeltaSourceOffset, delta_offset_json
-from recovery.core.model import Finding
+from recovery.core.model import Finding, JsonObject
 from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState
 from recovery.delta.model import DeltaSourceResult, unknown_loss
 from recovery.report.findings import MOVE_COLUMNS, VALIDATE_COLUMNS, finding_rows, move_rows
@@ -59,11 +58,11 @@ SOURCE_FINDING_COLUMNS = (
 SOURCE_MOVE_COLUMNS = (("source", "SOURCE"), ("file", "FILE"), ("from", "FROM"), ("to", "TO"))
 
 
-def _offset(value: DeltaSourceOffset) -> dict[str, Any]:
+def _offset(value: DeltaSourceOffset) -> JsonObject:
     return json.loads(delta_offset_json(value))  # type: ignore[no-any-return]
 
 
-def source_body(result: DeltaSourceResult) -> dict[str, Any]:
+def source_body(result: DeltaSourceResult) -> JsonObject:
     """``delta-source validate|repair --output json``."""
     plan = result.plan
     return {
@@ -113,7 +112,7 @@ def source_body(result: DeltaSourceResult) -> dict[str, Any]:
     }
 
 
-def source_finding_rows(result: DeltaSourceResult) -> list[dict[str, Any]]:
+def source_finding_rows(result: DeltaSourceResult) -> list[JsonObject]:
     """``delta-source validate``'s table: one row per Delta source."""
     return [
         {
@@ -139,7 +138,7 @@ def _version(offset: DeltaSourceOffset) -> str:
     return text
 
 
-def source_move_rows(result: DeltaSourceResult) -> list[dict[str, Any]]:
+def source_move_rows(result: DeltaSourceResult) -> list[JsonObject]:
     """``delta-source repair``'s table: one row per rewritten Delta source line."""
     return [
         {"source": m.source_id, "file": str(m.file), "from": _version(m.old), "to": _version(m.new)}
@@ -215,13 +214,13 @@ LEDGER_VALIDATE_COLUMNS = tuple(
 LEDGER_MOVE_COLUMNS = tuple(c for c in MOVE_COLUMNS if c[0] != "source")
 
 
-def _ledger_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def _ledger_row(row: JsonObject) -> JsonObject:
     """A checkpoint's finding or move row for a ledger: no ``source``, ``ledger_offset`` for
     ``checkpoint_offset``."""
     return {("ledger_offset" if k == "checkpoint_offset" else k): v for k, v in row.items() if k != "source"}
 
 
-def ledger_finding_rows(findings: Iterable[Finding], *, table: bool = False) -> list[dict[str, Any]]:
+def ledger_finding_rows(findings: Iterable[Finding], *, table: bool = False) -> list[JsonObject]:
     return [_ledger_row(row) for row in finding_rows(findings, table=table)]
 
 
@@ -232,7 +231,7 @@ def ledger_context(state: LedgerState) -> str:
     return f"ledger {state.table}{pipeline} {at}"
 
 
-def show_rows(state: LedgerState) -> list[dict[str, Any]]:
+def show_rows(state: LedgerState) -> list[JsonObject]:
     """``ledger show``: the latest row of each partition."""
     return [
         {
@@ -248,7 +247,7 @@ def show_rows(state: LedgerState) -> list[dict[str, Any]]:
     ]
 
 
-def validate_body(ledger: LedgerPlan) -> dict[str, Any]:
+def validate_body(ledger: LedgerPlan) -> JsonObject:
     """``ledger validate --output json``."""
     state = ledger.state
     return {
@@ -263,7 +262,7 @@ def validate_body(ledger: LedgerPlan) -> dict[str, Any]:
     }
 
 
-def _pending(ledger: LedgerPlan) -> dict[str, Any] | None:
+def _pending(ledger: LedgerPlan) -> JsonObject | None:
     pending = ledger.pending
     if pending is None:
         return None
@@ -294,7 +293,7 @@ def validate_notes(ledger: LedgerPlan) -> list[str]:
     return lines
 
 
-def repair_body(result: LedgerRepair) -> dict[str, Any]:
+def repair_body(result: LedgerRepair) -> JsonObject:
     """``ledger repair --output json``."""
     ledger, plan, state = result.ledger, result.ledger.plan, result.ledger.state
     return {
@@ -321,7 +320,7 @@ def repair_body(result: LedgerRepair) -> dict[str, Any]:
     }
 
 
-def repair_move_rows(result: LedgerRepair) -> list[dict[str, Any]]:
+def repair_move_rows(result: LedgerRepair) -> list[JsonObject]:
     return [_ledger_row(row) for row in move_rows(result.ledger.plan.moves)]
 
 

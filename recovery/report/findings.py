@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
-from recovery.core.model import Finding, Move, Plan, Runway, Verdict
+from recovery.core.model import Finding, JsonObject, Move, Plan, Runway, Verdict
 from recovery.core.results import RepairResult, StartingOffsets, ValidationReport
 from recovery.core.runway import format_duration_ms, shortest
 from recovery.core.wording import describe_move as describe_move  # re-exported: recovery.report
@@ -97,12 +96,12 @@ STARTING_COLUMNS = (
 
 def finding_rows(
     findings: Iterable[Finding], *, table: bool = False, runway: bool = False, now_ms: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """One row per finding; with ``runway`` (validate's rows), the runway keys too, judged at
     ``now_ms`` (``ValidationReport.runway_at_ms``)."""
     rows = []
     for f in findings:
-        row: dict[str, Any] = {
+        row: JsonObject = {
             "source": f.source_id,
             "topic": f.tp.topic,
             "partition": f.tp.partition,
@@ -131,7 +130,7 @@ def finding_rows(
     return rows
 
 
-def runway_fields(runway: Runway | None, now_ms: int | None) -> dict[str, Any]:
+def runway_fields(runway: Runway | None, now_ms: int | None) -> JsonObject:
     """The runway keys of a JSON row (module comment above)."""
     left = runway.left_ms(now_ms) if runway and now_ms is not None else None
     age = runway.age_ms(now_ms) if runway and now_ms is not None else None
@@ -162,8 +161,8 @@ def runway_cell(runway: Runway | None, now_ms: int | None) -> str | None:
 
 
 def paged(
-    rows: list[dict[str, Any]], urgent: list[bool], *, page: int = PAGE_ROWS, noun: str = "partitions"
-) -> tuple[list[dict[str, Any]], list[str]]:
+    rows: list[JsonObject], urgent: list[bool], *, page: int = PAGE_ROWS, noun: str = "partitions"
+) -> tuple[list[JsonObject], list[str]]:
     """Up to ``page`` rows for a table, those flagged ``urgent`` first (in their order), and the
     ``%`` lines for the rest: one per verdict, then where to see them all. ``rows`` of ``page`` or
     fewer come back as they are."""
@@ -184,15 +183,13 @@ def _urgency(item: tuple[str, int]) -> tuple[bool, str]:
     return (item[0] == Verdict.OK.value, item[0])
 
 
-def validate_table(
-    report: ValidationReport, *, page: int = PAGE_ROWS
-) -> tuple[list[dict[str, Any]], list[str]]:
+def validate_table(report: ValidationReport, *, page: int = PAGE_ROWS) -> tuple[list[JsonObject], list[str]]:
     """``validate``'s table rows (needing action first past a page) and the summary ``%`` lines."""
     rows = finding_rows(report.findings, table=True, runway=True, now_ms=report.runway_at_ms)
     return paged(rows, [f.needs_action for f in report.findings], page=page)
 
 
-def repair_table(result: RepairResult, *, page: int = PAGE_ROWS) -> tuple[list[dict[str, Any]], list[str]]:
+def repair_table(result: RepairResult, *, page: int = PAGE_ROWS) -> tuple[list[JsonObject], list[str]]:
     """``repair``'s move rows (past a page: those that lose or skip records first) and summary lines."""
     moves = result.plan.moves
     return paged(
@@ -203,7 +200,7 @@ def repair_table(result: RepairResult, *, page: int = PAGE_ROWS) -> tuple[list[d
     )
 
 
-def move_rows(moves: Iterable[Move]) -> list[dict[str, Any]]:
+def move_rows(moves: Iterable[Move]) -> list[JsonObject]:
     return [
         {
             "source": m.source_id,
@@ -229,7 +226,7 @@ def context_line(what: ValidationReport | Plan) -> str:
     return f"checkpoint {what.checkpoint} (query {what.query_id}): Spark {run} {what.batch_id} next"
 
 
-def report_body(report: ValidationReport) -> dict[str, Any]:
+def report_body(report: ValidationReport) -> JsonObject:
     """``validate --output json``."""
     return {
         "checkpoint": report.checkpoint,
@@ -304,7 +301,7 @@ def _some(names: list[str], shown: int) -> str:
     return f"{', '.join(names[:shown])} and {len(names) - shown} more"
 
 
-def repair_body(result: RepairResult) -> dict[str, Any]:
+def repair_body(result: RepairResult) -> JsonObject:
     """``repair --output json``."""
     plan = result.plan
     return {
@@ -372,7 +369,7 @@ def refusal_line(result: RepairResult) -> str | None:
     return f"repair refused: {result.plan.refused}. Nothing was written." if result.plan.refused else None
 
 
-def starting_rows(result: StartingOffsets) -> list[dict[str, Any]]:
+def starting_rows(result: StartingOffsets) -> list[JsonObject]:
     return [
         {
             "topic": r.tp.topic,
@@ -387,7 +384,7 @@ def starting_rows(result: StartingOffsets) -> list[dict[str, Any]]:
     ]
 
 
-def starting_body(result: StartingOffsets) -> dict[str, Any]:
+def starting_body(result: StartingOffsets) -> JsonObject:
     """``starting-offsets --output json``."""
     return {
         "startingOffsets": json.loads(result.to_json()),

@@ -24,9 +24,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from recovery.core.model import Finding, Verdict
+from recovery.core.model import Finding, JsonObject, Verdict
 from recovery.core.restart import Level
 from recovery.core.runway import shortest
 from recovery.errors import ExitCode
@@ -71,7 +71,7 @@ JOB_COLUMNS = (
 # -- fleet validate ------------------------------------------------------------------------------
 
 
-def job_row(result: JobResult) -> dict[str, Any]:
+def job_row(result: JobResult) -> JsonObject:
     report = result.report
     worst = result.worst
     return {
@@ -91,7 +91,7 @@ def job_row(result: JobResult) -> dict[str, Any]:
     }
 
 
-def job_runway(report: ValidationReport | None) -> dict[str, Any]:
+def job_runway(report: ValidationReport | None) -> JsonObject:
     """``runway_s`` and ``runway`` of a job row (module docstring)."""
     if report is None or report.runway_at_ms is None:
         return {"runway_s": None, "runway": None}
@@ -106,7 +106,7 @@ def job_runway(report: ValidationReport | None) -> dict[str, Any]:
     return {"runway_s": None, "runway": None}
 
 
-def fleet_rows(report: FleetReport) -> list[dict[str, Any]]:
+def fleet_rows(report: FleetReport) -> list[JsonObject]:
     """``fleet validate``'s rows (keys in the module docstring)."""
     return [job_row(job) for job in report.jobs]
 
@@ -192,14 +192,14 @@ def format_duration(seconds: float | None) -> str | None:
     return "".join(out) or "0s"
 
 
-def _pairs(values: Mapping[str, Any]) -> str:
+def _pairs(values: Mapping[str, object]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(values.items()))
 
 
-def cluster_row(cluster: ClusterConf, *, table: bool = False) -> dict[str, Any]:
+def cluster_row(cluster: ClusterConf, *, table: bool = False) -> JsonObject:
     """JSON keys: cluster, bootstrap_servers, bootstrap_servers_env (null: from the file), timeout_s,
     properties (``$NAME`` for values from the environment, ``[redacted]`` for secrets), file."""
-    row: dict[str, Any] = {
+    row: JsonObject = {
         "cluster": cluster.name,
         "bootstrap_servers": cluster.bootstrap_servers,
         "bootstrap_servers_env": cluster.bootstrap_env,
@@ -217,10 +217,10 @@ def cluster_row(cluster: ClusterConf, *, table: bool = False) -> dict[str, Any]:
     return row
 
 
-def conf_job_row(job: JobConf, *, table: bool = False) -> dict[str, Any]:
+def conf_job_row(job: JobConf, *, table: bool = False) -> JsonObject:
     """JSON keys: job, cluster, checkpoint, isolation, gate, sink, runway_warn_s, storage_options
     (``$NAME`` for values from the environment), file."""
-    row: dict[str, Any] = {
+    row: JsonObject = {
         "job": job.name,
         "cluster": job.cluster,
         "checkpoint": job.checkpoint,
@@ -236,7 +236,7 @@ def conf_job_row(job: JobConf, *, table: bool = False) -> dict[str, Any]:
     return row
 
 
-def conf_body(conf: FleetConf) -> dict[str, Any]:
+def conf_body(conf: FleetConf) -> JsonObject:
     """``conf check --output json``: ``{"source", "files", "clusters": [...], "jobs": [...]}``."""
     return {
         "source": conf.source,

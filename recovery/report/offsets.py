@@ -10,8 +10,9 @@ import base64
 import json
 from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring  # what json.dumps(ensure_ascii=False) uses for str
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from recovery.core.model import JsonObject
 from recovery.core.specs import iso_utc
 from recovery.kafka.values import (
     ConsumedRecord,
@@ -26,7 +27,6 @@ from recovery.kafka.values import (
 if TYPE_CHECKING:  # annotations only: offsets and read-to-end need not import the group values
     from recovery.kafka.group_values import GroupChange, GroupPartition, GroupReport
 
-Row = dict[str, Any]
 Columns = tuple[tuple[str, str], ...]
 
 # -- offsets --------------------------------------------------------------------------------------
@@ -61,7 +61,7 @@ def _iso(ms: int | None) -> str:
     return "" if ms is None else iso_utc(ms)
 
 
-def offset_record(row: OffsetRow | MissingPartition) -> Row:
+def offset_record(row: OffsetRow | MissingPartition) -> JsonObject:
     """One partition of ``offsets`` with the documented JSON keys."""
     if isinstance(row, MissingPartition):
         return {
@@ -86,7 +86,7 @@ def offset_record(row: OffsetRow | MissingPartition) -> Row:
     }
 
 
-def offset_note(record: Row) -> str:
+def offset_note(record: JsonObject) -> str:
     """The table's NOTE: why a partition is missing, or which --no-match policy gave its offset."""
     if record["status"] != "OK":
         return str(record["status"])
@@ -98,7 +98,7 @@ def offset_note(record: Row) -> str:
     return f"no record at or after {moment}: {record['no_match']}"
 
 
-def offset_rows(table: OffsetTable, fmt: str) -> list[Row]:
+def offset_rows(table: OffsetTable, fmt: str) -> list[JsonObject]:
     """The rows of ``offsets``, sorted by topic and partition."""
     records = [offset_record(row) for row in table.rows.values()]
     if fmt != "table":
@@ -120,7 +120,7 @@ READ_COLUMNS: Columns = (
 )
 
 
-def read_record(read: PartitionRead) -> Row:
+def read_record(read: PartitionRead) -> JsonObject:
     """One partition of ``read-to-end`` with the documented JSON keys."""
     return {
         "topic": read.tp.topic,
@@ -135,7 +135,7 @@ def read_record(read: PartitionRead) -> Row:
     }
 
 
-def read_rows(reads: Iterable[PartitionRead], fmt: str) -> list[Row]:
+def read_rows(reads: Iterable[PartitionRead], fmt: str) -> list[JsonObject]:
     """The summary rows of ``read-to-end``; CSV writes gaps as ``start-end;...``."""
     records = [read_record(read) for read in reads]
     if fmt == "table":
@@ -274,7 +274,7 @@ GROUP_SET_COLUMNS: Columns = (
 )
 
 
-def group_partition_record(part: GroupPartition) -> Row:
+def group_partition_record(part: GroupPartition) -> JsonObject:
     """One partition of ``group show`` with the documented JSON keys."""
     available = None if isinstance(part.available, MissingPartition) else part.available
     return {
@@ -288,7 +288,7 @@ def group_partition_record(part: GroupPartition) -> Row:
     }
 
 
-def group_show_rows(report: GroupReport) -> list[Row]:
+def group_show_rows(report: GroupReport) -> list[JsonObject]:
     return [group_partition_record(part) for part in report.partitions]
 
 
@@ -310,7 +310,7 @@ def group_show_notes(report: GroupReport) -> list[str]:
     return notes
 
 
-def group_set_rows(change: GroupChange) -> list[Row]:
+def group_set_rows(change: GroupChange) -> list[JsonObject]:
     return [
         {
             "topic": tp.topic,
