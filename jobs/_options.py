@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from recovery.core.advice import in_words
 from recovery.core.model import GateMode, Policy
 from recovery.errors import ExitCode, RecoveryError
 from recovery.kafka.config import KafkaConfig
@@ -22,6 +23,12 @@ from recovery.kafka.config import KafkaConfig
 # The library names a bad value by its Python parameter; these jobs' options are the CLI's flags
 # (recovery.cli.flags, which a job does not import: it would load the CLI).
 JOB_FLAGS = {"bootstrap_servers": "--bootstrap-server", "overrides": "-X"}
+# The library's advice names functions (`plan_repair('/chk', kafka)`); an operator reading a job's
+# error runs the CLI's command for it (as recovery.cli.flags.COMMANDS says it).
+JOB_COMMANDS = {
+    "plan_repair": "stream-recovery repair",
+    "repair_ledger": "stream-recovery ledger repair",
+}
 
 
 def kafka_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -110,6 +117,6 @@ def run_job(command: click.Command, prog_name: str) -> None:
     except click.exceptions.Abort:
         sys.exit(ExitCode.ACTION_NEEDED)
     except RecoveryError as exc:
-        click.echo(f"Error: {exc.worded(JOB_FLAGS)}", err=True)
+        click.echo(f"Error: {in_words(exc.worded(JOB_FLAGS), JOB_FLAGS, JOB_COMMANDS)}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else ExitCode.OK)

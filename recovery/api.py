@@ -245,6 +245,7 @@ def repair_checkpoint(
         active_within_s=active_within_s,
         sink=sink,
         accept_sink_skip=accept_sink_skip,
+        recorded_by="repair_checkpoint",
         checkpoint=chk,
     )
     warning = _sink_warning(location, sink, _sink_risky_files(applied.plan), storage_options)

@@ -78,7 +78,7 @@ def apply(
     active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
     sink: str | None = None,
     accept_sink_skip: bool = False,
-    recorded_by: str = "repair --execute",
+    recorded_by: str = "apply",
     checkpoint: Checkpoint | None = None,
 ) -> Applied:
     """Apply ``plan`` to its checkpoint, or refuse and write nothing (see the module docstring).
@@ -157,6 +157,7 @@ def apply(
             backup_dir=backup_dir,
             storage_options=storage_options,
             extra={TOPIC_IDS_FILE: ids_file},
+            force=True,  # the in-use check ran above, under this same lock (or was forced)
         )
         log.info("%s: rewrote %s; backup %s", chk.location, ", ".join(map(str, fresh.files)), backup.id)
         return Applied(fresh, backup, ids, lock.recovered)

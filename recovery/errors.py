@@ -23,7 +23,9 @@ whatever a third-party library put in it.
 Messages speak Python: a bad value is named by the parameter it was passed as (``runway_warn_s must
 be positive, not -1s``; a parser's ``name`` argument, ``to_datetime 'yesterday': ...``), never by
 a command-line flag. An error whose message starts with such a parameter says which in
-``.parameter``, so the CLI (``recovery.cli.flags``) can say its flag there instead.
+``.parameter``, so the CLI (``recovery.cli.flags``) can say its flag there instead. Advice is Python
+in backquotes (``pass `force=True` if it is stopped``), which the CLI says in its own flags and
+commands (:mod:`recovery.core.advice`).
 """
 
 from __future__ import annotations

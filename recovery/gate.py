@@ -26,9 +26,9 @@ from recovery.checkpoint import checkpoint_lock, open_checkpoint
 from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.store import Store
 from recovery.core.model import GateMode, Isolation, Policy, Strategy
+from recovery.core.wording import describe_move, findings_text
 from recovery.errors import GateFailed
 from recovery.kafka.config import KafkaConfig
-from recovery.report import describe_move, findings_text
 from recovery.topic_ids import record_topic_ids
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def prestart_gate(
         log.warning("%s", text)
         return report
     if mode is GateMode.FAIL:
-        raise GateFailed(f"{text}\nRun `stream-recovery repair {checkpoint}` to see the repair plan.")
+        raise GateFailed(f"{text}\nRun `plan_repair({checkpoint!r}, kafka)` to see the repair plan.")
     plan = plan_repair(
         checkpoint, kafka, strategy, policy, isolation=isolation, storage_options=storage_options, sink=sink
     )

@@ -82,7 +82,7 @@ def refuse_without_kafka_source(chk: Checkpoint, view: CheckpointView) -> None:
     if has_delta_source(chk):
         raise InvalidInput(
             f"{chk.location}: no Kafka source; its sources are Delta tables: use "
-            f"`stream-recovery delta-source validate {chk.location} --table TABLE`"
+            f"`plan_delta_source({chk.location!r}, tables='TABLE')`"
         )
     if latest is not None:
         raise InvalidInput(f"{chk.location}: no Kafka source in offsets/{latest.batch_id}")

@@ -35,7 +35,7 @@ def read_topic_ids(chk: Checkpoint) -> tuple[dict[str, str], tuple[Issue, ...]]:
     except (ValueError, KeyError, TypeError, AttributeError):
         message = (
             f"{chk.store.display(TOPIC_IDS_FILE)} is unreadable: recreated topics cannot be detected "
-            "by topic id; it is rewritten by the next repair --execute"
+            "by topic id; it is rewritten by the next `repair_checkpoint(execute=True)`"
         )
         return {}, (Issue(Level.WARNING, message),)
 

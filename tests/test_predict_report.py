@@ -9,6 +9,8 @@ import pytest
 
 from recovery.api import _with_loss
 from recovery.checkpoint import open_checkpoint
+from recovery.cli.flags import in_cli_words
+from recovery.cli.report.findings import finding_rows, repair_notes, report_notes
 from recovery.core.model import (
     CheckpointFile,
     CheckpointView,
@@ -23,7 +25,6 @@ from recovery.core.model import (
 from recovery.core.plan import assess, complete_starting_offsets, decide_repair, resume_positions
 from recovery.core.results import PartitionLag, RepairResult, ValidationReport
 from recovery.errors import InvalidInput
-from recovery.report.findings import finding_rows, repair_notes, report_notes
 from recovery.resume import checkpoint_view, refuse_without_kafka_source
 
 T0 = TopicPartition("t", 0)
@@ -85,6 +86,8 @@ def test_a_checkpoint_whose_only_source_is_delta_is_refused_naming_delta_source_
     (tmp_path / "offsets/0").write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n' + delta)
     chk = open_checkpoint(str(tmp_path))
     view_, _ = checkpoint_view(chk)
-    with pytest.raises(InvalidInput, match="delta-source validate") as caught:
+    with pytest.raises(InvalidInput, match="plan_delta_source") as caught:
         refuse_without_kafka_source(chk, view_)
     assert caught.value.exit_code == 2
+    said = f"`stream-recovery delta-source validate {tmp_path} --table TABLE`"
+    assert said in in_cli_words(str(caught.value))

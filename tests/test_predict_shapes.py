@@ -213,13 +213,13 @@ def test_timestamp_evidence_says_whose_clock_it_is() -> None:
 
 WITHIN_ALLOWANCE = (
     "topic ids never recorded for orders: a recreation with at least as many records as the position, "
-    "within 10 min after the batch that read up to it, cannot be ruled out (run `repair --execute` once "
-    "while healthy to record them)"
+    "within 10 min after the batch that read up to it, cannot be ruled out (run "
+    "`repair_checkpoint(execute=True)` once while healthy to record them)"
 )
 NOT_COMPARED = (
     "topic ids never recorded for orders: a recreation with at least as many records as the position "
-    "(no record timestamps compared) cannot be ruled out (run `repair --execute` once while healthy to "
-    "record them)"
+    "(no record timestamps compared) cannot be ruled out (run `repair_checkpoint(execute=True)` once "
+    "while healthy to record them)"
 )
 
 

@@ -26,32 +26,13 @@ from recovery.local import topics
 # tests/checkpoint: a checkpoint as Spark writes it
 sys.path.insert(0, str(Path(__file__).resolve().parent / "checkpoint"))
 from chk_builder import checkpoint_files, write_checkpoint
+from test_structure import EVERY_HELP  # run here by the installed interpreter
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_INSTALLED = (
     "Error: deltalake is not installed; Delta tables need the Delta extra: "
     "pip install 'stream-recovery[delta]'\n"
 )
-
-# Every command's --help, run by the installed interpreter (the group is walked, lazy groups too).
-EVERY_HELP = """\
-import click
-from click.testing import CliRunner
-from recovery.cli import cli
-
-def walk(group, path):
-    context = click.Context(group)
-    for name in group.list_commands(context):
-        command = group.get_command(context, name)
-        yield [*path, name]
-        if isinstance(command, click.Group):
-            yield from walk(command, [*path, name])
-
-for path in [[], *walk(cli, [])]:
-    result = CliRunner().invoke(cli, [*path, "--help"])
-    assert result.exit_code == 0, (path, result.output)
-    print(" ".join(path))
-"""
 
 
 @dataclass(frozen=True)

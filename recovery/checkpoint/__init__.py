@@ -9,6 +9,8 @@
 * :mod:`~recovery.checkpoint.backup`  backup sets: write, list, read and verify one
 * :mod:`~recovery.checkpoint.replacement` replacing files with their ``.crc`` side files, readable
   at every step
+* :mod:`~recovery.checkpoint.executor` the one writer of a checkpoint's files: backup, intent record,
+  replacement, rollback on failure
 * :mod:`~recovery.checkpoint.rewrite` plan/apply offset rewrites with backups; restore backups
 * :mod:`~recovery.checkpoint.inspect` :func:`inspect_checkpoint`, :func:`inspect_backups` (read only)
 * :mod:`~recovery.checkpoint.intent`  :func:`checkpoint_lock` (one writer; intent record; rollback of an

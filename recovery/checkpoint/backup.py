@@ -236,12 +236,12 @@ def incomplete_backups(
 
 def refuse_symlinked_backups(chk_store: Store) -> None:
     """The default backup directory must be real directories inside the checkpoint: a ``_recovery``
-    or ``_recovery/backups`` symlink is refused (pass an explicit --backup-dir instead)."""
+    or ``_recovery/backups`` symlink is refused (name an explicit ``backup_dir`` instead)."""
     for rel in (RECOVERY_DIR, BACKUPS_DIR):
         if chk_store.is_symlink(rel):
             raise InvalidInput(
                 f"{chk_store.display(rel)}: is a symlink; refusing to use it for backups "
-                "(name the backup directory explicitly with --backup-dir)"
+                "(name the backup directory explicitly with `backup_dir`)"
             )
 
 

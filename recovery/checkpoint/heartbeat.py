@@ -257,7 +257,7 @@ def refuse_if_in_use(chk: Checkpoint, active_within_s: float, *, now_ms: int | N
         assert verdict.heartbeat is not None
         raise CheckpointInUse(
             f"{heartbeat}: {verdict.note} (fresh for {verdict.heartbeat.fresh_for_s:.0f}s): the query is "
-            "running. Stop it first, or pass --force if it is stopped. Nothing was written."
+            "running. Stop it first, or pass `force=True` if it is stopped. Nothing was written."
         )
     if verdict.liveness is Liveness.STOPPED:
         log.info("%s: %s; the query is stopped", heartbeat, verdict.note)
@@ -269,7 +269,8 @@ def refuse_if_in_use(chk: Checkpoint, active_within_s: float, *, now_ms: int | N
         if age < active_within_s:
             raise CheckpointInUse(
                 f"{chk.store.display(rel)} was written {age:.0f}s ago: the query looks like it is running "
-                f"({verdict.note}). Stop it first, or pass --force if it is stopped. Nothing was written."
+                f"({verdict.note}). Stop it first, or pass `force=True` if it is stopped. Nothing was "
+                "written."
             )
     log.warning(
         "%s: no batch file written in the last %.0fs, taken as stopped; %s",

@@ -71,14 +71,14 @@ class HolderState(StrEnum):
 class Holder:
     """The process that holds (or held) a checkpoint's lock."""
 
-    command: str
+    command: str  # what it runs: the library's function (restore_backup), or "prestart gate"
     host: str
     pid: int
     started: str  # ISO 8601 UTC
     proc_start: str | None = None  # /proc/<pid>/stat start time: tells a reused pid apart
 
     def describe(self) -> str:
-        return f"{self.command} (host {self.host}, pid {self.pid}, started {self.started})"
+        return f"`{self.command}` (host {self.host}, pid {self.pid}, started {self.started})"
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,8 @@ class Interrupted:
         how = (
             "running any writing command again (repair, restore) first rolls it back"
             if self.state is HolderState.DEAD
-            else "if that process is gone, `stream-recovery checkpoint recover <checkpoint> --take-over "
-            "--execute` rolls it back"
+            else "if that process is gone, `recover_interrupted(..., take_over=True, execute=True)` rolls "
+            "it back"
         )
         return f"{i.holder.describe()} was interrupted while writing this checkpoint{backup}; {how}"
 
@@ -326,7 +326,7 @@ def _refuse_symlinked_recovery_dir(store: Store) -> None:
         raise InvalidInput(
             f"{store.display(RECOVERY_DIR)}: is a symlink; the toolkit keeps its lock and intent record "
             "there and refuses to write through a symlink (remove it; put backups elsewhere with "
-            "--backup-dir)"
+            "`backup_dir`)"
         )
 
 
@@ -394,7 +394,7 @@ def checkpoint_lock(
 
     Example::
 
-        with checkpoint_lock("/data/chk", command="repair --execute") as lock:
+        with checkpoint_lock("/data/chk", command="repair_checkpoint") as lock:
             chk = open_checkpoint("/data/chk")      # re-read under the lock
             ...                                     # plan, then rewrite_offsets(chk, ...)
     """
@@ -499,7 +499,7 @@ def _take_over_leftover(store: Store, *, take_over: bool, flocked: bool) -> Inte
         raise StateError(
             f"{store.display()}: {intent.holder.describe()} holds this checkpoint and runs on another "
             "host; nothing was written. If that process is gone, roll back what it did with "
-            f"`stream-recovery checkpoint recover {store.display()} --take-over --execute`"
+            f"`recover_interrupted({store.display()!r}, take_over=True, execute=True)`"
         )
     # Dead (or alive but without the flock we now hold: it no longer writes), or taken over.
     interrupted = Interrupted(intent, HolderState.DEAD if state is HolderState.ALIVE else state)
@@ -535,7 +535,7 @@ def roll_back_intent(store: Store, intent: Intent) -> None:
         raise StateError(
             f"{store.display()}: {intent.holder.describe()} was interrupted and its backup set "
             f"{root.display(intent.backup_id)} has no manifest; nothing was rolled back. Check the "
-            f"files it names ({', '.join(intent.files)}) with `checkpoint show`, restore them from "
+            f"files it names ({', '.join(intent.files)}) with `inspect_checkpoint`, restore them from "
             f"another backup set if needed, then delete {store.display(INTENT_FILE)}"
         )
     backup = parse_manifest(data, root, intent.backup_id)
@@ -586,5 +586,5 @@ def recover_interrupted(
         raise CheckpointFormatError(f"{store.display()}: no checkpoint here")
     if not execute:
         return RecoverResult(store.location, read_interrupted(store), False)
-    with checkpoint_lock(store, command="checkpoint recover --execute", take_over=take_over) as lock:
+    with checkpoint_lock(store, command="recover_interrupted", take_over=take_over) as lock:
         return RecoverResult(store.location, lock.recovered, True)

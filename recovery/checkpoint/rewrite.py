@@ -9,7 +9,8 @@ renumbered; the version line, the metadata line and every other source's line st
 each file is replaced atomically. Before the first write, the original bytes of every file about to
 change (side files included) go to a backup set with a sha256 manifest.
 
-Crash safety (every writing function holds :func:`~recovery.checkpoint.intent.checkpoint_lock`):
+Crash safety (every writing function holds :func:`~recovery.checkpoint.intent.checkpoint_lock`, and
+the change itself is made by the one writer, :func:`~recovery.checkpoint.executor.execute_change`):
 
 * the intent record ``_recovery/intent.json`` is written before the backup set and again (phase
   ``write``) once its manifest exists, before the first checkpoint file changes;
@@ -28,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 from recovery.checkpoint import format as fmt
 from recovery.checkpoint.backup import (
@@ -42,13 +43,13 @@ from recovery.checkpoint.backup import (
     refuse_symlinked_backups,
     require_location,
     verified_originals,
-    write_backup,
 )
+from recovery.checkpoint.executor import execute_change
 from recovery.checkpoint.heartbeat import refuse_if_in_use
-from recovery.checkpoint.intent import Interrupted, Lock, Phase, checkpoint_lock
+from recovery.checkpoint.intent import Interrupted, Lock, checkpoint_lock
 from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.reader import Checkpoint
-from recovery.checkpoint.replacement import crc_rel, replace_files, side_file, with_side_files
+from recovery.checkpoint.replacement import crc_rel, side_file, with_side_files
 from recovery.checkpoint.store import Store
 from recovery.core.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile, TopicPartition
 from recovery.errors import (
@@ -57,7 +58,6 @@ from recovery.errors import (
     InvalidInput,
     PlanOutdated,
     StateError,
-    StorageError,
 )
 
 log = logging.getLogger(__name__)
@@ -142,13 +142,18 @@ def apply_rewrite(
     backup_dir: str | None = None,
     storage_options: StorageOptions | None = None,
     extra: Mapping[str, bytes] | None = None,
-    command: str = "rewrite-offsets",
+    command: str = "apply_rewrite",
+    force: bool = False,
+    active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
 ) -> BackupSet:
     """Back up, then replace each planned file and its side file. Raises PlanOutdated (nothing
     written) if a file changed since the plan was made.
 
     Holds the checkpoint's lock (:func:`~recovery.checkpoint.intent.checkpoint_lock`; reused if the
-    caller holds it) and refuses a checkpoint Spark could not restart from (CheckpointFormatError).
+    caller holds it) and refuses a checkpoint Spark could not restart from (CheckpointFormatError)
+    and, unless ``force``, one a query looks like it runs on (CheckpointInUse: a fresh heartbeat,
+    else a batch file younger than ``active_within_s``; callers that checked under the same lock
+    pass ``force``).
     ``extra`` are further files (relative path -> new bytes; the tool's own bookkeeping under
     ``_recovery/``) written last and kept in the same backup set, so a restore puts them back too.
     If a write fails part-way, every file already replaced is put back from the originals and the
@@ -168,12 +173,14 @@ def apply_rewrite(
                 )
         if lock.depth == 1:
             # Re-read under the lock: never write into what Spark cannot read. A caller that held
-            # the lock already (repair --execute) opened ``chk`` under it: reading the checkpoint
-            # again would only cost requests (9 on an object store).
-            Checkpoint(store).verify()
+            # the lock already (a repair) opened ``chk`` under it: reading the checkpoint again
+            # would only cost requests (9 on an object store).
+            chk = Checkpoint(store)
+            chk.verify()
+        if not force:
+            refuse_if_in_use(chk, active_within_s)  # a running query would overwrite or skip them
         extra = {checked_rel_path(rel, "extra file"): data for rel, data in (extra or {}).items()}
         paths = with_side_files(store, tuple(c.path for c in plan.changes) + tuple(extra))
-        originals = {rel: store.read(rel) for rel in paths}
         root = backup_root(store, backup_dir, storage_options)
         if backup_dir is None:
             refuse_symlinked_backups(store)
@@ -183,30 +190,29 @@ def apply_rewrite(
             and lock.announces(announced, root.location, paths)
             and not _set_exists(announced, root, backup_dir, lock)
         ):
-            backup_id = announced  # the record written when the lock was taken says so
+            backup_id, recorded = announced, True  # the record written when the lock was taken says so
         else:
             backup_id = new_backup_id(root, known_empty=backup_dir is None and _no_backups_yet(lock))
-            lock.record(Phase.BACKUP, backup_id=backup_id, backup_root=root.location, files=paths)
-        backup = write_backup(
+            recorded = False
+        new: dict[str, bytes | None] = {}
+        for change in plan.changes:
+            new[change.path] = change.after
+            if store.keeps_crc:
+                new[crc_rel(change.path)] = side_file(store, change.path, change.after)
+        new.update(extra)
+        backup = execute_change(
             store,
-            paths,
+            lock,
+            new,
+            backup_id=backup_id,
+            backup_root=root,
             reason="rewrite-offsets",
             query_id=chk.query_id,
             backup_dir=backup_dir,
             storage_options=storage_options,
-            backup_id=backup_id,
+            backed_up=paths,
+            announced=recorded,
         )
-        lock.record(Phase.WRITE, backup_id=backup_id, backup_root=root.location, files=paths)
-        try:
-            new: dict[str, bytes | None] = {}
-            for change in plan.changes:
-                new[change.path] = change.after
-                if store.keeps_crc:
-                    new[crc_rel(change.path)] = side_file(store, change.path, change.after)
-            new.update(extra)
-            replace_files(store, new)
-        except BaseException as exc:  # an interrupt too: never leave the checkpoint half-rewritten
-            _roll_back(store, originals, backup, exc, lock)
     log.info(
         "%s: rewrote %s; the originals are in backup %s",
         store.display(),
@@ -238,41 +244,6 @@ def _no_backups_yet(lock: Lock) -> bool:
     )
 
 
-def _roll_back(
-    store: Store,
-    originals: Mapping[str, bytes | None],
-    backup: BackupSet,
-    exc: BaseException,
-    lock: Lock,
-) -> NoReturn:
-    """Put every file back as it was before a failed rewrite, then raise what happened."""
-    restore = (
-        f"`stream-recovery checkpoint restore {store.display()} --backup {backup.id} "
-        f"--backup-dir {backup.location.rsplit('/', 1)[0]} --execute`"
-    )
-    try:
-        replace_files(store, {rel: data for rel, data in originals.items() if store.read(rel) != data})
-        for rel in originals:
-            store.remove_temp_files(rel)
-        lock.done()
-    except Exception as again:
-        raise StorageError(
-            f"{store.display()}: rewriting failed ({exc!r}) and so did putting the originals back ({again}); "
-            f"the next writing command rolls back from backup {backup.id}, or restore with {restore}"
-        ) from exc
-    if not isinstance(exc, Exception):
-        raise exc  # an interrupt: the files are back; let it end the program as it would have
-    if isinstance(exc, InvalidInput):  # disk full, permission, read-only: bad input (exit 2)
-        raise InvalidInput(
-            f"rewriting failed ({exc}); the original files were put back "
-            f"(they are also in backup {backup.id})"
-        ) from exc
-    raise StorageError(
-        f"{store.display()}: rewriting failed ({exc}); the original files were put back "
-        f"(they are also in backup {backup.id})"
-    ) from exc
-
-
 def rewrite_offsets(
     chk: Checkpoint,
     batches: Mapping[int, Mapping[int | str, OffsetChanges]] | None = None,
@@ -281,17 +252,28 @@ def rewrite_offsets(
     backup_dir: str | None = None,
     storage_options: StorageOptions | None = None,
     extra: Mapping[str, bytes] | None = None,
+    force: bool = False,
+    active_within_s: float = DEFAULT_ACTIVE_WITHIN_S,
 ) -> BackupSet:
     """Set Kafka offsets in existing batch files (and ``sources/<i>/0``), in place, after a backup;
-    ``extra`` files ride along in the same backup set (see :func:`apply_rewrite`).
+    ``extra`` files ride along in the same backup set; refused while a query runs on the checkpoint
+    unless ``force`` (see :func:`apply_rewrite`).
 
     Example: ``rewrite_offsets(chk, {5: {0: {TopicPartition("orders", 1): 300}}})``
     """
-    with checkpoint_lock(chk.store, command="rewrite-offsets") as lock:
+    with checkpoint_lock(chk.store, command="rewrite_offsets") as lock:
         if lock.depth == 1:  # re-read under the lock, unless the caller opened chk holding it
             chk = Checkpoint(chk.store, verify_crc=chk.verify_crc)
         plan = plan_offset_rewrite(chk, batches, initial=initial)
-        return apply_rewrite(chk, plan, backup_dir=backup_dir, storage_options=storage_options, extra=extra)
+        return apply_rewrite(
+            chk,
+            plan,
+            backup_dir=backup_dir,
+            storage_options=storage_options,
+            extra=extra,
+            force=force,
+            active_within_s=active_within_s,
+        )
 
 
 # -- restore ---------------------------------------------------------------------------------------
@@ -326,7 +308,7 @@ def restore_backup(
     require_location(store)
     if not execute:
         return _restore(store, backup_id, None, storage_options=storage_options, backup_dir=backup_dir)
-    with checkpoint_lock(store, command="checkpoint restore --execute") as lock:
+    with checkpoint_lock(store, command="restore_backup") as lock:
         return _restore(
             store,
             backup_id,
@@ -389,24 +371,17 @@ def _restore(
         )
     if in_use_within_s is not None:
         refuse_if_in_use(chk, in_use_within_s)  # a running query would ignore or overwrite them
-    paths = (*written, *removed)
-    safety_id = new_backup_id(root)
-    lock.record(Phase.BACKUP, backup_id=safety_id, backup_root=root.location, files=paths)
-    safety = write_backup(
+    safety = execute_change(
         store,
-        paths,
+        lock,
+        {rel: originals.get(rel) for rel in (*written, *removed)},
+        backup_id=new_backup_id(root),
+        backup_root=root,
         reason=f"restore-of-{backup.id}",
         query_id=query_id,
         backup_dir=backup_dir,
         storage_options=storage_options,
-        backup_id=safety_id,
     )
-    lock.record(Phase.WRITE, backup_id=safety_id, backup_root=root.location, files=paths)
-    before = {rel: current[rel] for rel in paths}
-    try:
-        replace_files(store, {rel: originals.get(rel) for rel in paths})
-    except BaseException as exc:
-        _roll_back(store, before, safety, exc, lock)
     log.info(
         "%s: restored backup %s (%d files written, %d removed); the previous files are in backup %s",
         store.display(),

@@ -17,7 +17,7 @@ from importlib import import_module
 import click
 
 from recovery import __version__
-from recovery.cli.flags import in_flag_words
+from recovery.cli.flags import in_cli_words, in_flag_words
 from recovery.errors import ExitCode, RecoveryError, mask_credentials
 
 # name -> (module, attribute, the one-line help shown by ``--help``; a test keeps it equal to the
@@ -125,7 +125,7 @@ class _WarningLines(logging.Handler):
     back first, say) as ``% warning:`` lines on stderr, like its own."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        click.echo(f"% warning: {record.getMessage()}", err=True)
+        click.echo(f"% warning: {in_cli_words(record.getMessage())}", err=True)
 
 
 def _show_library_warnings() -> None:

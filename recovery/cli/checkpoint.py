@@ -2,8 +2,8 @@
 
 Each command: options -> one library call (:func:`~recovery.checkpoint.inspect_checkpoint`,
 :func:`~recovery.checkpoint.inspect_backups`, :func:`~recovery.checkpoint.restore_backup`) -> rows and
-``%`` lines from :mod:`recovery.report.checkpoint` -> the result's exit code. The JSON keys are
-listed in :mod:`recovery.report.checkpoint` and docs/checkpoint.md.
+``%`` lines from :mod:`recovery.cli.report.checkpoint` -> the result's exit code. The JSON keys are
+listed in :mod:`recovery.cli.report.checkpoint` and docs/checkpoint.md.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from recovery.checkpoint import inspect_backups, inspect_checkpoint, restore_bac
 from recovery.checkpoint.intent import recover_interrupted
 from recovery.cli.options import execute_option, output_option, storage_option
 from recovery.cli.render import emit, emit_json, note, waiting
-from recovery.report import checkpoint as report
+from recovery.cli.report import checkpoint as report
 
 backup_dir_option = click.option(
     "--backup-dir",

@@ -3,7 +3,7 @@
 A Delta source's offset (``reservoirVersion``) breaks when log retention or VACUUM removes what it
 still needs, or when the table is re-created. ``validate`` predicts Spark's error; ``repair`` prints
 the plan (dry run) and ``--execute`` backs up and rewrites the offsets. The JSON keys are documented
-in :mod:`recovery.report.delta`.
+in :mod:`recovery.cli.report.delta`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from recovery.cli.options import (
     stack,
     storage_option,
 )
+from recovery.cli.report import delta as report
 from recovery.delta.api import plan_delta_source, repair_delta_source
 from recovery.delta.model import DeltaStrategy
-from recovery.report import delta as report
 
 _SOURCE_ID = re.compile(r"^(\d+)=(.+)$")
 

@@ -1,7 +1,7 @@
 """``conf check DIR`` and ``fleet validate DIR``: clusters and jobs described in TOML files.
 
 Each command: options -> one library call (:func:`recovery.conf.load_conf`,
-:func:`recovery.fleet.validate_fleet`) -> rows and lines from :mod:`recovery.report.fleet` (where
+:func:`recovery.fleet.validate_fleet`) -> rows and lines from :mod:`recovery.cli.report.fleet` (where
 the JSON keys are documented) -> the result's exit code.
 """
 
@@ -16,7 +16,7 @@ import click
 
 from recovery.cli import render
 from recovery.cli.options import output_option, runway_warn_option
-from recovery.report import fleet as report
+from recovery.cli.report import fleet as report
 
 if TYPE_CHECKING:
     from recovery.fleet import JobResult

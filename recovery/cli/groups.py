@@ -8,9 +8,7 @@ import click
 
 from recovery.cli import render
 from recovery.cli.options import execute_option, kafka_options, output_option
-from recovery.kafka.config import KafkaConfig
-from recovery.kafka.groups import default_backup_dir, load_offsets_file, set_group_offsets, show_group
-from recovery.report.offsets import (
+from recovery.cli.report.offsets import (
     GROUP_SET_COLUMNS,
     GROUP_SHOW_COLUMNS,
     group_set_note,
@@ -18,6 +16,8 @@ from recovery.report.offsets import (
     group_show_notes,
     group_show_rows,
 )
+from recovery.kafka.config import KafkaConfig
+from recovery.kafka.groups import default_backup_dir, load_offsets_file, set_group_offsets, show_group
 
 
 @click.group(name="group")

@@ -4,7 +4,7 @@ The ledger's latest ``end_offset`` per partition is where the next run starts. `
 those offsets against Kafka with the same planning core as checkpoints; ``repair`` prints the plan
 (dry run) and ``--execute`` appends correction rows in one commit whose custom metadata
 (``stream-recovery.plan``) names the plan; history is never rewritten. The JSON keys are documented
-in :mod:`recovery.report.delta`.
+in :mod:`recovery.cli.report.delta`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from recovery.cli.options import (
     stack,
     strategy_options,
 )
+from recovery.cli.report import delta as report
 from recovery.core.model import Isolation, Policy
 from recovery.core.strategy import StrategyRequest
 from recovery.kafka.config import KafkaConfig
-from recovery.report import delta as report
 
 if TYPE_CHECKING:
     from recovery.delta.ledger_conf import LedgerConf

@@ -17,11 +17,11 @@ from recovery.cli.options import (
     selection_from,
     topic_option,
 )
+from recovery.cli.report.offsets import OFFSETS_COLUMNS, offset_rows
 from recovery.core.model import Isolation, NoMatch, TopicSelection
 from recovery.core.specs import TimeSpec
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.offsets import offset_table
-from recovery.report.offsets import OFFSETS_COLUMNS, offset_rows
 
 
 @click.command(name="offsets")

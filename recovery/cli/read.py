@@ -19,11 +19,11 @@ from recovery.cli.options import (
     selection_from,
     topic_option,
 )
+from recovery.cli.report.offsets import READ_COLUMNS, read_rows, record_lines
 from recovery.core.model import Isolation, TopicSelection
 from recovery.core.specs import TimeSpec
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.read import LogReader, Progress
-from recovery.report.offsets import READ_COLUMNS, read_rows, record_lines
 
 if TYPE_CHECKING:
     from rich.progress import Progress as ProgressBar

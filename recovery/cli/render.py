@@ -5,6 +5,8 @@
   :func:`emit_json` prints one JSON document;
 * messages: :func:`note` prints ``% text`` on stderr (kcat's ``%`` lines), :func:`warn` ``% warning:
   text``; errors are printed only by ``recovery.cli.run`` (``Error: text``);
+* words: everything printed says the library's advice (Python in backquotes) as the CLI's flags and
+  command lines (:func:`recovery.cli.flags.in_cli_words`);
 * waits: :func:`waiting` shows a transient spinner on stderr while the library works, after one
   second and only when stderr is a terminal, so scripts and pipes see nothing extra.
 """
@@ -22,6 +24,8 @@ from contextlib import contextmanager
 from itertools import repeat
 
 import click
+
+from recovery.cli.flags import in_cli_words
 
 # Keys whose cells are right-aligned in tables (numbers), whatever the command.
 NUMERIC = frozenset(
@@ -66,7 +70,8 @@ NUMERIC = frozenset(
 
 def show(value: object) -> str:
     """A table cell: empty for None."""
-    return "" if value is None else str(value)
+    text = "" if value is None else str(value)
+    return in_cli_words(text) if "`" in text else text
 
 
 def table_lines(rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]]) -> list[str]:
@@ -100,7 +105,7 @@ def emit(rows: Sequence[Mapping[str, object]], fmt: str, columns: Sequence[tuple
 
 
 def emit_json(body: object) -> None:
-    text = json_bytes(body)
+    text = _in_cli_words_json(json_bytes(body))
     # Bytes go to a binary stdout as they are (not decoded and encoded again: 160 MB for a plan
     # of 100,000 partitions); a text-only stdout (io.StringIO, a notebook) gets the text.
     click.echo(text if getattr(sys.stdout, "buffer", None) is not None else text.decode("ascii"))
@@ -146,13 +151,29 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}"
 
 
+def _in_cli_words_json(text: bytes) -> bytes:
+    """The JSON ``text`` with the advice in its strings in the CLI's words (a plan's notes). On the
+    text, not the body: one scan of the bytes where a walk of 100,000 rows would take its time."""
+    if b"`" not in text:
+        return text
+    return _JSON_STRING.sub(_string_in_cli_words, text.decode("ascii")).encode("ascii")
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\`]|\\.)*`(?:[^"\\]|\\.)*"')
+
+
+def _string_in_cli_words(match: re.Match[str]) -> str:
+    said = in_cli_words(json.loads(match[0]))
+    return json.dumps(said)
+
+
 def note(message: str) -> None:
     """``% message`` on stderr: context, advice and outcomes that are not the result itself."""
-    click.echo(f"% {message}", err=True)
+    click.echo(f"% {in_cli_words(message)}", err=True)
 
 
 def warn(message: str) -> None:
-    click.echo(f"% warning: {message}", err=True)
+    click.echo(f"% warning: {in_cli_words(message)}", err=True)
 
 
 @contextmanager

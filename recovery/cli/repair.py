@@ -1,7 +1,7 @@
 """``validate``, ``repair`` and ``starting-offsets``: a checkpoint's Kafka sources against the cluster.
 
 Each command: options -> values -> one call of :mod:`recovery.api` -> rows and lines from
-:mod:`recovery.report.findings` -> exit code of the result. The JSON keys are documented there.
+:mod:`recovery.cli.report.findings` -> exit code of the result. The JSON keys are documented there.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from recovery.cli.options import (
     strategy_options,
     topic_option,
 )
+from recovery.cli.report import findings as report
 from recovery.core.model import Isolation, NoMatch, OnBeyondEnd, Plan, Policy, TopicSelection
 from recovery.core.results import RepairResult
 from recovery.core.strategy import StrategyRequest
 from recovery.errors import InvalidInput
 from recovery.kafka.config import KafkaConfig
-from recovery.report import findings as report
 
 judged_isolation = isolation_option(
     "The query's kafka.isolation.level: read_committed judges against the last stable offset."

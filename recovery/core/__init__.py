@@ -9,6 +9,7 @@ everything it needs is an argument (tests/test_structure.py checks it).
 * :mod:`~recovery.core.runway`    how long until retention deletes what a query has not read
 * :mod:`~recovery.core.results`   what the use cases return
 * :mod:`~recovery.core.wording`   the words shared by the library's messages and the report layer
+* :mod:`~recovery.core.advice`    the library's advice (Python in backquotes) in a command line's words
 
 The edges (:mod:`recovery.checkpoint`, :mod:`recovery.kafka`, :mod:`recovery.delta`) read the
 world into these values; the use cases (:mod:`recovery.api` and its siblings) call the core.

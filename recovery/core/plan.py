@@ -121,7 +121,7 @@ def assess(view: CheckpointView, cluster: ClusterView) -> tuple[Finding, ...]:
             notes[outcome] = (
                 f"depends on the sink: if it already holds batch {view.batch_id} (a crash between the "
                 f"sink's commit and commits/{view.batch_id}; a Delta sink's txn for the query id), Spark "
-                f"skips that batch and then {_describe_outcome(alt)}; give --sink to know"
+                f"skips that batch and then {_describe_outcome(alt)}; give `sink` to know"
             )
         out.append(copied_with(f, notes=(*f.notes, notes[outcome])))
     return tuple(out)
@@ -320,7 +320,7 @@ def _cannot_tell_note(topic: str, *, timestamps_compared: bool) -> str:
         what = "as many records as the position (no record timestamps compared)"
     return (
         f"topic ids never recorded for {topic}: a recreation with at least {what} cannot be ruled out "
-        "(run `repair --execute` once while healthy to record them)"
+        "(run `repair_checkpoint(execute=True)` once while healthy to record them)"
     )
 
 
@@ -704,7 +704,7 @@ def _empties_a_source(sources: tuple[SourcePosition, ...], moves: tuple[Move, ..
         if source.start and set(source.start) <= dropped:
             return (
                 f"every partition of source {source.source_id} would be dropped (its topics are gone): "
-                "recreate the topics, or start the query on a new checkpoint (see `starting-offsets`)"
+                "recreate the topics, or start the query on a new checkpoint (see `starting_offsets`)"
             )
     return None
 

@@ -1,6 +1,6 @@
 """The results of the use cases, as values that carry their own exit code (pure: no IO).
 
-The CLI renders them (:mod:`recovery.report`) and exits with ``result.exit_code``; Python callers
+The CLI renders them (:mod:`recovery.cli.report`) and exits with ``result.exit_code``; Python callers
 read the same fields.
 """
 

@@ -1,9 +1,12 @@
 """How the library words its values in one line (pure): shared by its own log lines and messages
-and by the report layer (:mod:`recovery.report`), which builds its tables and text on these."""
+(the pre-start gate's) and by the CLI's report layer (:mod:`recovery.cli.report`), which builds its
+tables and text on these."""
 
 from __future__ import annotations
 
-from recovery.core.model import Move
+from collections.abc import Iterable
+
+from recovery.core.model import Finding, Move
 
 
 def record_count(n: int, upper_bound: bool) -> str:
@@ -19,3 +22,31 @@ def describe_move(m: Move) -> str:
     lost = record_count(m.lost, m.upper_bound) + (" + unknown (recreated topic)" if m.lost_unknown else "")
     skipped = record_count(m.skipped, m.upper_bound)
     return f"{m.tp} {old} -> {new} (lost {lost}, skipped {skipped}, replayed {m.replayed})"
+
+
+def describe_finding(f: Finding) -> str:
+    """``orders [0] BELOW_LOG_START: checkpoint 100, log [250, 900): 150 records lost; on restart
+    Spark fails with KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE``."""
+    where = f"checkpoint {f.position if f.position is not None else '-'}"
+    if f.available is not None:
+        where += f", log [{f.available.start}, {f.available.end})"
+    lost = f"{record_count(f.records_lost, f.upper_bound)} records lost; " if f.records_lost else ""
+    return (
+        f"{f.tp} {f.verdict.value}: {where}: {lost}on restart {spark_outcome(f)}. {f.detail}".rstrip(". ")
+        + "."
+    )
+
+
+def spark_outcome(f: Finding, *, short: bool = False) -> str:
+    """What Spark does on restart: fails with an error condition, silently skips records, or runs."""
+    if f.spark_error:
+        return f.spark_error if short else f"Spark fails with {f.spark_error}"
+    if f.silently_skipped:
+        n = record_count(f.silently_skipped, f.upper_bound)
+        return f"runs, silently skips {n}" if short else f"Spark silently skips {n} records"
+    return "runs" if short else "Spark runs"
+
+
+def findings_text(findings: Iterable[Finding]) -> str:
+    lines = [describe_finding(f) for f in findings if f.needs_action]
+    return "\n".join(lines) if lines else "all partitions OK"

@@ -17,7 +17,6 @@ from contextlib import AbstractContextManager, nullcontext
 
 from recovery.checkpoint import Checkpoint, Issue, Level, checkpoint_lock, open_checkpoint
 from recovery.checkpoint.format import DeltaSourceOffset, SourceKind
-from recovery.checkpoint.heartbeat import refuse_if_in_use
 from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
 from recovery.core.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile
@@ -161,7 +160,7 @@ def repair_delta_source(
     heartbeat (:mod:`recovery.checkpoint.heartbeat`) or, without one, a batch file younger than
     ``active_within_s`` (unless ``force``).
     """
-    command = "delta-source repair --execute"
+    command = "repair_delta_source"
     # Executing: plan under the write lock, which first rolls back a killed command.
     guard: AbstractContextManager[object] = (
         checkpoint_lock(checkpoint, storage_options, command=command) if execute else nullcontext()
@@ -181,14 +180,18 @@ def repair_delta_source(
             raise StateError(f"{result.restart_problem}. Fix that first; nothing was written.")
         if sink is not None and not accept_sink_skip:
             refuse_sink_skip(chk, sink, plan.files, table_options=table_options)
-        if not force:
-            refuse_if_in_use(chk, active_within_s)
         batches: dict[int, dict[int | str, DeltaSourceOffset]] = {}
         for move in plan.moves:
             batches.setdefault(move.file.number, {})[move.source_id] = move.new
         rewrite = plan_delta_rewrite(chk, batches)
-        backup = apply_rewrite(
-            chk, rewrite, backup_dir=backup_dir, storage_options=storage_options, command=command
+        backup = apply_rewrite(  # refuses while the query runs, unless force
+            chk,
+            rewrite,
+            backup_dir=backup_dir,
+            storage_options=storage_options,
+            command=command,
+            force=force,
+            active_within_s=active_within_s,
         )
     return DeltaSourceRepair(plan, result.sink_warning, backup.id, result.restart_problem, dry_run=False)
 
@@ -214,13 +217,13 @@ def delta_source_issues(
     issues: list[Issue] = []
     unchecked = [i for i in ids if i not in named]
     if unchecked:
-        which = ", ".join(unchecked)
+        which, table = ", ".join(unchecked), {unchecked[0]: "TABLE"}
         issues.append(
             Issue(
                 Level.ERROR,
                 f"Delta source {which} not checked (a checkpoint records a Delta source's table id, not "
-                f"its path): give --delta-table {unchecked[0]}=TABLE, or run `stream-recovery delta-source "
-                f"validate {chk.location} --table {unchecked[0]}=TABLE`",
+                f"its path): give `delta_tables={table!r}`, or run "
+                f"`plan_delta_source({chk.location!r}, tables={table!r})`",
             )
         )
     if named:
@@ -230,12 +233,12 @@ def delta_source_issues(
                 issues.append(Issue(Level.INFO, f"Delta source {f.source_id} ({f.table}): OK"))
                 continue
             outcome = f"Spark fails with {f.spark_error}" if f.spark_error else "Spark skips versions"
+            repair = f"repair_delta_source({chk.location!r}, tables={ {f.source_id: f.table}!r})"
             issues.append(
                 Issue(
                     Level.ERROR,
                     f"Delta source {f.source_id} ({f.table}): {f.verdict.value}: {f.detail}; on restart "
-                    f"{outcome}; see `stream-recovery delta-source repair {chk.location} --table "
-                    f"{f.source_id}={f.table}`",
+                    f"{outcome}; see `{repair}`",
                 )
             )
     return tuple(issues)

@@ -149,10 +149,10 @@ def ledger_gate(
         log.warning("stream-recovery gate: %s: the next run would not start cleanly:\n%s", conf.table, text)
         return ledger
     if mode is GateMode.FAIL:
-        pipeline = f" --pipeline {conf.pipeline}" if conf.pipeline else ""
+        pipeline = f" (pipeline {conf.pipeline})" if conf.pipeline else ""
         raise LedgerGateFailed(
             f"{conf.table}: the next run would not start cleanly:\n{text}\n"
-            f"Run `stream-recovery ledger repair {conf.table}{pipeline}` to see the repair plan."
+            f"Run `repair_ledger(conf, kafka)` on {conf.table}{pipeline} to see the repair plan."
         )
     if ledger.dropped:
         gone = ", ".join(str(m.tp) for m in ledger.dropped)

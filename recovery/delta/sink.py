@@ -72,5 +72,5 @@ def refuse_sink_skip(
     if warning is not None:
         raise SinkWouldSkip(
             f"{warning.message}. Nothing was written: start the query on a new checkpoint "
-            "(see `starting-offsets`), or pass --accept-sink-skip"
+            "(see `starting_offsets`), or pass `accept_sink_skip=True`"
         )

@@ -291,7 +291,7 @@ def plan_source_repair(
         if finding.verdict is DeltaVerdict.TABLE_RECREATED and not adopt_new_table:
             refusals.append(
                 f"source {read.source_id}: {finding.detail}; start a new checkpoint, or allow reading the "
-                "new table with --adopt-new-table"
+                "new table with `adopt_new_table=True`"
             )
         source_moves = [
             DeltaMove(read.source_id, p.file, p.offset, new)

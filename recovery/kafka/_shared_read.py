@@ -240,7 +240,7 @@ class Helper:
                     f"read-to-end did not reach the end within {deadline.seconds:g}s: "
                     f"{len(self.partitions)} partition(s) read by a helper process gave no answer"
                     f" ({', '.join(sorted(map(str, self.partitions))[:5])}); try again with a longer"
-                    " deadline (--deadline)"
+                    " deadline (`deadline_s`)"
                 )
             raise KafkaError(
                 f"a helper process reading {len(self.partitions)} partition(s) to the end ended without"

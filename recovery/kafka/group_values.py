@@ -208,7 +208,7 @@ def check_ours(now: GroupOffsets, *, force: bool) -> None:
     raise GroupNotOurs(
         f"group {now.group} has committed offsets stream-recovery did not write ({shown}{more}): "
         "it looks like another application's group. Check the group name; to overwrite them anyway "
-        "add --force (their current offsets are backed up first). Nothing was written."
+        "add `force=True` (their current offsets are backed up first). Nothing was written."
     )
 
 

@@ -542,7 +542,7 @@ class LogReader:
         more = f" and {len(pending) - 5} more" if len(pending) > 5 else ""
         return KafkaUnavailable(
             f"read-to-end did not reach the end within {self.deadline_s:g}s: {where}{more}. "
-            "Nothing beyond what was printed was read; try again with a longer deadline (--deadline)."
+            "Nothing beyond what was printed was read; try again with a longer deadline (`deadline_s`)."
         )
 
 

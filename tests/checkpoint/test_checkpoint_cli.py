@@ -197,7 +197,9 @@ def test_not_a_checkpoint(
 def test_backups_and_restore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = write_checkpoint(tmp_path / "chk")
     original = tree(root)
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}})
+    backup = rewrite_offsets(
+        open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}}, force=True
+    )
 
     code, out, err = run(capsys, "checkpoint", "backups", str(root), "--output", "json")
     assert (code, err) == (0, "")

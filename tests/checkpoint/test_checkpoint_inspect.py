@@ -92,8 +92,12 @@ def test_a_source_without_an_offset_and_an_opaque_source(tmp_path: Path) -> None
 def test_backups_are_listed_oldest_first(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
     assert inspect_backups(str(root)) == BackupListing(str(root), ())
-    first = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}})
-    second = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 2}}})
+    first = rewrite_offsets(
+        open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}}, force=True
+    )
+    second = rewrite_offsets(
+        open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 2}}}, force=True
+    )
     listing = inspect_backups(str(root))
     assert listing.backups == (first, second)
     assert listing.exit_code is ExitCode.OK
@@ -116,7 +120,9 @@ def test_restore_exit_codes(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
     with pytest.raises(StateError, match="no backups found"):
         restore_backup(str(root))
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}})
+    backup = rewrite_offsets(
+        open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}}, force=True
+    )
     dry = restore_backup(str(root))
     assert (dry.has_changes, dry.executed, dry.exit_code) == (True, False, ExitCode.ACTION_NEEDED)
     done = restore_backup(str(root), backup.id, execute=True, force=True)

@@ -1,4 +1,4 @@
-"""``recovery.report.checkpoint``: values in, rows and ``%`` lines out (no IO)."""
+"""``recovery.cli.report.checkpoint``: values in, rows and ``%`` lines out (no IO)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from recovery.checkpoint import (
     SourceKind,
     plan_restart,
 )
+from recovery.cli.report import checkpoint as report
 from recovery.core.model import TopicPartition
-from recovery.report import checkpoint as report
 
 ORDERS_0, ORDERS_1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 KAFKA = SourceInfo(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import fsspec
@@ -21,7 +22,7 @@ from recovery.checkpoint import (
 )
 from recovery.checkpoint.crc import checksum_file
 from recovery.core.model import CheckpointFile, TopicPartition
-from recovery.errors import CheckpointFormatError, InvalidInput, PlanOutdated, StateError
+from recovery.errors import CheckpointFormatError, CheckpointInUse, InvalidInput, PlanOutdated, StateError
 
 ORDERS_1 = TopicPartition("orders", 1)
 
@@ -29,7 +30,7 @@ ORDERS_1 = TopicPartition("orders", 1)
 def test_rewrite_changes_only_the_chosen_partition_and_regenerates_the_crc(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
     before = tree(root)
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}})
+    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, force=True)
     after = tree(root)
     expected = f"v1\n{META}\n{kafka_json('orders', [30, 25, 30])}".encode()
     assert after["offsets/2"] == expected
@@ -54,11 +55,27 @@ def test_rewrite_changes_only_the_chosen_partition_and_regenerates_the_crc(tmp_p
     assert {f.crc for f in chk.files_read} == {CrcStatus.OK}
 
 
+def test_the_low_level_writers_refuse_a_checkpoint_a_query_looks_like_it_runs_on(tmp_path: Path) -> None:
+    """Every writer of batch files checks liveness where it writes (issue 28): a Python caller of
+    rewrite_offsets or apply_rewrite on a checkpoint written seconds ago is refused, nothing written."""
+    root = write_checkpoint(tmp_path / "chk")  # its batch files are seconds old: a running query
+    before = tree(root)
+    chk = open_checkpoint(str(root))
+    with pytest.raises(CheckpointInUse, match=r"offsets/2 was written \d+s ago.*`force=True`"):
+        rewrite_offsets(chk, {2: {0: {ORDERS_1: 25}}})
+    with pytest.raises(CheckpointInUse):
+        apply_rewrite(chk, plan_offset_rewrite(chk, {2: {0: {ORDERS_1: 25}}}))
+    assert tree(root) == before  # no backup set, no lock record left either
+    for path in root.rglob("*"):  # the query stopped an hour ago
+        os.utime(path, (path.stat().st_atime, path.stat().st_mtime - 3600))
+    assert rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}) is not None
+
+
 def test_initial_offsets_file_keeps_its_nul_and_version_header(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk", batches=1, committed=0)
     chk = open_checkpoint(str(root))
     assert chk.restart_state().next_run is NextRun.FIRST_BATCH
-    rewrite_offsets(chk, {0: {0: {ORDERS_1: 4}}}, initial={0: {ORDERS_1: 2}})
+    rewrite_offsets(chk, {0: {0: {ORDERS_1: 4}}}, initial={0: {ORDERS_1: 2}}, force=True)
     assert (root / "sources/0/0").read_bytes() == b'\x00v1\n{"orders":{"0":0,"1":2,"2":0}}'
     assert (root / "sources/0/.0.crc").read_bytes() == checksum_file((root / "sources/0/0").read_bytes())
     assert b'"1":4' in (root / "offsets/0").read_bytes()
@@ -88,7 +105,7 @@ def test_bad_requests_write_nothing(tmp_path: Path, batches: object, initial: ob
     root = write_checkpoint(tmp_path / "chk")
     before = tree(root)
     with pytest.raises(InvalidInput) as raised:
-        rewrite_offsets(open_checkpoint(str(root)), batches, initial=initial)  # type: ignore[arg-type]
+        rewrite_offsets(open_checkpoint(str(root)), batches, initial=initial, force=True)  # type: ignore[arg-type]
     assert str(raised.value) == str(tmp_path) + message
     assert tree(root) == before
 
@@ -99,7 +116,7 @@ def test_a_stale_crc_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk", files)
     before = tree(root)
     with pytest.raises(CheckpointFormatError) as raised:
-        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}})
+        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, force=True)
     assert str(raised.value).startswith(f"{root}/offsets/2: does not match its checksum file .2.crc")
     assert tree(root) == before
     chk = open_checkpoint(str(root), verify_crc=False)
@@ -116,14 +133,16 @@ def test_plan_outdated_when_the_file_changed_after_planning(tmp_path: Path) -> N
     )
     before = tree(root)
     with pytest.raises(PlanOutdated, match="changed since the plan was made; nothing was written"):
-        apply_rewrite(chk, plan)
+        apply_rewrite(chk, plan, force=True)
     assert tree(root) == before
 
 
 def test_restore_puts_back_the_original_bytes_and_backs_up_the_current_ones(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
     original = tree(root)
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, initial={0: {ORDERS_1: 5}})
+    backup = rewrite_offsets(
+        open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, initial={0: {ORDERS_1: 5}}, force=True
+    )
     rewritten = tree(root)
 
     dry = restore_backup(str(root))
@@ -146,7 +165,7 @@ def test_restore_puts_back_the_original_bytes_and_backs_up_the_current_ones(tmp_
 def test_restore_removes_side_files_that_did_not_exist(tmp_path: Path) -> None:
     files = {k: v for k, v in checkpoint_files().items() if not k.endswith(".crc")}
     root = write_checkpoint(tmp_path / "chk", files)
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}})
+    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, force=True)
     assert backup.absent == ("offsets/.2.crc",)
     assert (root / "offsets/.2.crc").exists()  # the local store keeps side files: one is written
     result = restore_backup(str(root), execute=True, force=True)
@@ -157,7 +176,7 @@ def test_restore_removes_side_files_that_did_not_exist(tmp_path: Path) -> None:
 
 def test_restore_refuses_a_tampered_backup(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}})
+    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, force=True)
     saved = root / f"_recovery/backups/{backup.id}/files/offsets/2"
     saved.write_bytes(saved.read_bytes().replace(b"30", b"31"))
     before = tree(root)
@@ -170,7 +189,7 @@ def test_restore_needs_a_backup(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
     with pytest.raises(StateError, match=r"chk: no backups found$"):
         restore_backup(str(root))
-    rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}})
+    rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, force=True)
     with pytest.raises(InvalidInput, match="no backup 'nope'"):
         restore_backup(str(root), "nope")
 
@@ -178,7 +197,9 @@ def test_restore_needs_a_backup(tmp_path: Path) -> None:
 def test_backups_can_live_elsewhere(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
     elsewhere = tmp_path / "backups"
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, backup_dir=str(elsewhere))
+    backup = rewrite_offsets(
+        open_checkpoint(str(root)), {2: {0: {ORDERS_1: 25}}}, backup_dir=str(elsewhere), force=True
+    )
     assert not (root / "_recovery/backups").exists()
     assert (elsewhere / backup.id / "manifest.json").is_file()
     assert list_backups(str(root)) == ()
@@ -250,7 +271,7 @@ def test_memory_filesystem_uses_rename_and_writes_no_side_files() -> None:
         fs.pipe_file(f"{base}/{rel}", data)
     try:
         chk = open_checkpoint(base)
-        backup = rewrite_offsets(chk, {2: {0: {ORDERS_1: 25}}})
+        backup = rewrite_offsets(chk, {2: {0: {ORDERS_1: 25}}}, force=True)
         assert fs.cat_file(f"{base}/offsets/2") == files["offsets/2"].replace(b'"1":30', b'"1":25')
         assert not fs.exists(f"{base}/offsets/.2.crc")
         assert not [p for p in fs.find(base) if p.endswith(".tmp")]

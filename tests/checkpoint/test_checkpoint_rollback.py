@@ -39,7 +39,7 @@ def test_a_failed_write_puts_back_the_files_already_replaced(tmp_path: Path, imm
 
     # EPERM is a local disk/permission problem: bad input (exit 2), one line, nothing half-written.
     with pytest.raises(InvalidInput, match=r"rewriting failed .*the original files were put back") as failed:
-        rewrite_offsets(open_checkpoint(str(root)), {1: {0: {O0: 15}}, 2: {0: {O0: 25}}})
+        rewrite_offsets(open_checkpoint(str(root)), {1: {0: {O0: 15}}, 2: {0: {O0: 25}}}, force=True)
 
     # offsets/1 (written first) is back, byte for byte, with its .crc; no temp file is left behind.
     assert checkpoint_proper(root) == before
@@ -53,7 +53,7 @@ def test_extra_files_are_backed_up_with_the_offsets_and_restored_with_them(tmp_p
     before = tree(root)
 
     backup = rewrite_offsets(
-        open_checkpoint(str(root)), {1: {0: {O0: 5}}}, extra={"_recovery/ids.json": b"{}\n"}
+        open_checkpoint(str(root)), {1: {0: {O0: 5}}}, extra={"_recovery/ids.json": b"{}\n"}, force=True
     )
     assert (root / "_recovery/ids.json").read_bytes() == b"{}\n"
     assert "_recovery/ids.json" in backup.absent

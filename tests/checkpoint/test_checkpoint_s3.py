@@ -74,7 +74,7 @@ def test_rewrite_backup_and_restore_on_s3(s3: tuple[Any, str, dict[str, str]]) -
     fs, url, options = s3
     original = checkpoint_files(crc=False)
     backup = rewrite_offsets(
-        open_checkpoint(url, options), {2: {0: {ORDERS_1: 25}}}, initial={0: {ORDERS_1: 3}}
+        open_checkpoint(url, options), {2: {0: {ORDERS_1: 25}}}, initial={0: {ORDERS_1: 3}}, force=True
     )
     assert fs.cat_file(f"{url}/offsets/2") == original["offsets/2"].replace(b'"1":30', b'"1":25')
     assert fs.cat_file(f"{url}/sources/0/0") == b'\x00v1\n{"orders":{"0":0,"1":3,"2":0}}'

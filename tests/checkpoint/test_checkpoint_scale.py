@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from recovery.checkpoint.crc import checksum_file, crc_name
 from recovery.cli import main
 from recovery.cli.render import json_text
-from recovery.report.checkpoint import PAGE_ROWS
+from recovery.cli.report.checkpoint import PAGE_ROWS
 
 TOPICS = {"orders": 60_000, "payments": 40_000}  # 100,000 partitions
 

@@ -188,7 +188,7 @@ def test_clamp_past_vacuumed_versions() -> None:
 def test_recreated_table_is_refused_unless_adopted() -> None:
     table = log(range(0, 2))
     refused = plan(read(None, offset(3, table_id="old")), table)
-    assert refused.refused is not None and "--adopt-new-table" in refused.refused
+    assert refused.refused is not None and "`adopt_new_table=True`" in refused.refused
     adopted = plan(read(None, offset(3, table_id="old")), table, adopt_new_table=True)
     assert adopted.refused is None
     # The whole new table: inside the initial snapshot of version 0, before its first file.

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from recovery.cli.report import delta as report
 from recovery.core.model import (
     ClusterView,
     OffsetRange,
@@ -29,7 +30,6 @@ from recovery.delta.ledger_model import (
 )
 from recovery.delta.ledger_plan import correction_rows, ledger_view, plan_ledger_repair
 from recovery.errors import ExitCode
-from recovery.report import delta as report
 
 REPO = Path(__file__).resolve().parents[2]
 T0, T1, T3 = TopicPartition("orders", 0), TopicPartition("orders", 1), TopicPartition("orders", 3)
@@ -214,7 +214,7 @@ def test_refusal_is_one_line() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["delta/ledger_model.py", "delta/ledger_plan.py", "report/delta.py"],
+    ["delta/ledger_model.py", "delta/ledger_plan.py", "cli/report/delta.py"],
 )
 def test_ledger_planning_and_rendering_do_no_io(module: str) -> None:
     tree = ast.parse((REPO / "recovery" / module).read_text())
@@ -234,7 +234,7 @@ def test_ledger_planning_and_rendering_do_no_io(module: str) -> None:
         "recovery.checkpoint.format",
         "recovery.delta.model",
         "recovery.delta.ledger_model",
-        "recovery.report.findings",
+        "recovery.cli.report.findings",
     }
 
 

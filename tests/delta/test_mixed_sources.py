@@ -18,6 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from recovery.checkpoint import Level
 from recovery.cli import cli
+from recovery.cli.flags import in_cli_words
 from recovery.delta.api import delta_source_issues
 
 # The batch ran now: the records below its position are older than it (no recreation evidence).
@@ -64,14 +65,19 @@ def test_a_delta_source_beside_kafka_is_judged_or_said_unchecked(tmp_path: Path)
     (unchecked,) = delta_source_issues(str(chk))
     assert unchecked.level is Level.ERROR
     assert "Delta source 1 not checked" in unchecked.message
-    assert "--table 1=TABLE" in unchecked.message
+    assert f"`plan_delta_source({str(chk)!r}, tables={{'1': 'TABLE'}})`" in unchecked.message
+    # the CLI's words for it
+    assert "give --delta-table 1=TABLE, or run `stream-recovery delta-source validate" in in_cli_words(
+        unchecked.message
+    )
 
     (judged,) = delta_source_issues(str(chk), {"1": str(table)})
     assert judged.level is Level.ERROR
     # Only offsets/0: Spark rebuilds the snapshot of version 1, which the cleaned log cannot give.
     assert "SNAPSHOT_GONE" in judged.message
     assert "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE" in judged.message
-    assert f"delta-source repair {chk} --table 1={table}" in judged.message
+    assert f"`repair_delta_source({str(chk)!r}, tables={{'1': {str(table)!r}}})`" in judged.message
+    assert f"`stream-recovery delta-source repair {chk} --table 1={table}`" in in_cli_words(judged.message)
 
 
 def test_a_healthy_delta_source_beside_kafka_is_info_and_kafka_only_has_none(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from recovery.cli.report.fleet import fleet_notes, fleet_rows, format_duration, summary_line
 from recovery.conf import JobConf
 from recovery.core.model import (
     COULD_NOT_READ,
@@ -27,7 +28,6 @@ from recovery.errors import (
     StorageError,
 )
 from recovery.fleet import FleetReport, JobFailure, JobResult, JobVerdict
-from recovery.report.fleet import fleet_notes, fleet_rows, format_duration, summary_line
 
 
 def finding(

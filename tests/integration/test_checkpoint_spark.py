@@ -99,7 +99,7 @@ def test_spark_restarts_from_rewritten_offsets_and_restore_is_byte_exact(
     assert shown["next_run"] == {"action": "next_batch", "batch_id": 1, "start": "offsets/0", "end": None}
 
     # Run 2: the default FileContext-based manager.
-    first = rewrite_offsets(chk, {0: {0: {TopicPartition(topic, 0): 4}}})
+    first = rewrite_offsets(chk, {0: {0: {TopicPartition(topic, 0): 4}}}, force=True)
     rewritten = (chk_dir / "offsets/0").read_bytes()
     old_lines, new_lines = original_0["offsets/0"].split(b"\n"), rewritten.split(b"\n")
     assert new_lines[:2] == old_lines[:2]  # version and metadata lines byte-identical
@@ -123,7 +123,7 @@ def test_spark_restarts_from_rewritten_offsets_and_restore_is_byte_exact(
     chk = open_checkpoint(str(chk_dir))
     assert chk.offset_batch_ids == (0, 1) and chk.commit_batch_ids == (0, 1)
     original_1 = {p: (chk_dir / p).read_bytes() for p in ("offsets/1", "offsets/.1.crc")}
-    second = rewrite_offsets(chk, {1: {0: {TopicPartition(topic, 1): 7}}})
+    second = rewrite_offsets(chk, {1: {0: {TopicPartition(topic, 1): 7}}}, force=True)
     spark.conf.set(FILE_MANAGER_CONF, FILE_SYSTEM_MANAGER)
     try:
         run_once(spark, **args)
@@ -160,7 +160,7 @@ KILLED_REWRITE = """
 import sys
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.core.model import TopicPartition
-rewrite_offsets(open_checkpoint(sys.argv[1]), {0: {0: {TopicPartition(sys.argv[2], 0): 4}}})
+rewrite_offsets(open_checkpoint(sys.argv[1]), {0: {0: {TopicPartition(sys.argv[2], 0): 4}}}, force=True)
 """
 
 

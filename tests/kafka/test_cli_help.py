@@ -40,7 +40,7 @@ def test_each_command_has_help_with_an_example_and_documented_json_keys(command:
 
 
 def test_offsets_help_lists_every_json_key() -> None:
-    from recovery.report.offsets import OFFSETS_JSON_KEYS
+    from recovery.cli.report.offsets import OFFSETS_JSON_KEYS
 
     help_text = CliRunner().invoke(cli, ["offsets", "--help"]).output
     for key in OFFSETS_JSON_KEYS:

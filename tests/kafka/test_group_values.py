@@ -268,7 +268,8 @@ def test_a_group_with_foreign_commits_is_refused_unless_forced() -> None:
     assert str(refused.value) == (
         "group billing has committed offsets stream-recovery did not write (orders [0] at 120, "
         "orders [2] at 100): it looks like another application's group. Check the group name; to "
-        "overwrite them anyway add --force (their current offsets are backed up first). Nothing was written."
+        "overwrite them anyway add `force=True` (their current offsets are backed up first). Nothing was "
+        "written."
     )
 
 

@@ -1,9 +1,20 @@
-"""Rows and lines of offsets, read-to-end and group show|set (``recovery.report.offsets``; pure)."""
+"""Rows and lines of offsets, read-to-end and group show|set (``recovery.cli.report.offsets``; pure)."""
 
 from __future__ import annotations
 
 import json
 
+from recovery.cli.report.offsets import (
+    OFFSETS_JSON_KEYS,
+    group_set_note,
+    group_set_rows,
+    group_show_notes,
+    group_show_rows,
+    offset_rows,
+    read_rows,
+    record_line,
+    record_lines,
+)
 from recovery.core.model import NoMatch, OffsetRange, TopicPartition
 from recovery.core.specs import TimeKind, TimeSpec, iso_utc
 from recovery.kafka.group_values import GroupChange, GroupOffsets, group_report
@@ -17,17 +28,6 @@ from recovery.kafka.values import (
     PartitionRead,
     RecordChunk,
     TimeLookup,
-)
-from recovery.report.offsets import (
-    OFFSETS_JSON_KEYS,
-    group_set_note,
-    group_set_rows,
-    group_show_notes,
-    group_show_rows,
-    offset_rows,
-    read_rows,
-    record_line,
-    record_lines,
 )
 
 TP0 = TopicPartition("orders", 0)

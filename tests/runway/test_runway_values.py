@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from recovery.api import _refuse_unknown_scope
+from recovery.cli.report.findings import finding_rows, paged, report_notes, runway_cell, validate_table
 from recovery.core.model import (
     COULD_NOT_READ,
     Finding,
@@ -32,7 +33,6 @@ from recovery.core.runway import (
     wanted_positions,
 )
 from recovery.errors import OffsetSpecError
-from recovery.report.findings import finding_rows, paged, report_notes, runway_cell, validate_table
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000
@@ -355,8 +355,8 @@ def test_a_topic_scope_typo_names_the_closest_topic() -> None:
 
 
 def test_moves_past_a_page_are_summed_up() -> None:
+    from recovery.cli.report.findings import repair_table
     from recovery.core.results import RepairResult
-    from recovery.report.findings import repair_table
 
     moves = tuple(
         Move("0", TopicPartition("big", p), Verdict.BELOW_LOG_START, 1, 5, lost=4) for p in range(60)

@@ -39,7 +39,7 @@ def everything(top: Path) -> dict[str, object]:
 
 def with_backup(tmp_path: Path) -> tuple[Path, Path]:
     root = stopped(write_checkpoint(tmp_path / "chk", checkpoint_files(batches=3, committed=2)))
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {O0: 25}}})
+    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {O0: 25}}}, force=True)
     return root, root / "_recovery/backups" / backup.id
 
 
@@ -103,7 +103,7 @@ def test_a_symlinked_recovery_dir_is_refused_unless_named(
     (root / link).symlink_to(elsewhere)
     before = everything(tmp_path)
     with pytest.raises(InvalidInput, match="is a symlink"):
-        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {O0: 25}}})
+        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {O0: 25}}}, force=True)
     assert everything(tmp_path) == before
     for argv in (("checkpoint", "restore", str(root), "--execute"), ("checkpoint", "backups", str(root))):
         code, _, err = run(capsys, *argv)
@@ -118,7 +118,7 @@ def test_an_explicit_backup_dir_may_be_a_symlink(tmp_path: Path) -> None:
     (tmp_path / "backups").symlink_to(real)
     before = tree(root)
     backup = rewrite_offsets(
-        open_checkpoint(str(root)), {2: {0: {O0: 25}}}, backup_dir=str(tmp_path / "backups")
+        open_checkpoint(str(root)), {2: {0: {O0: 25}}}, backup_dir=str(tmp_path / "backups"), force=True
     )
     assert (real / backup.id / "manifest.json").exists()
     from recovery.checkpoint import restore_backup
@@ -133,7 +133,10 @@ def test_a_backup_dir_that_cannot_be_created_is_bad_input_and_nothing_is_written
     before = everything(tmp_path)
     with pytest.raises(InvalidInput) as raised:
         rewrite_offsets(
-            open_checkpoint(str(root)), {2: {0: {O0: 25}}}, backup_dir=str(tmp_path / "a-file/sub")
+            open_checkpoint(str(root)),
+            {2: {0: {O0: 25}}},
+            backup_dir=str(tmp_path / "a-file/sub"),
+            force=True,
         )
     message = str(raised.value)
     assert (

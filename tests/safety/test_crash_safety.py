@@ -33,7 +33,7 @@ from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.core.model import TopicPartition as TP
 chk = open_checkpoint(sys.argv[1])
 rewrite_offsets(chk, {1: {0: {TP("orders", 0): 15}}, 2: {0: {TP("orders", 0): 25, TP("orders", 2): 5}}},
-                initial={0: {TP("orders", 1): 3}}, extra={"_recovery/topic-ids.json": b"{}"})
+                initial={0: {TP("orders", 1): 3}}, extra={"_recovery/topic-ids.json": b"{}"}, force=True)
 """
 LOCKED_REWRITE = """
 import sys
@@ -42,7 +42,7 @@ from recovery.core.model import TopicPartition as TP
 with checkpoint_lock(sys.argv[1], command="test"):
     chk = open_checkpoint(sys.argv[1])
     rewrite_offsets(chk, {1: {0: {TP("orders", 0): 15}}, 2: {0: {TP("orders", 0): 25, TP("orders", 2): 5}}},
-                    initial={0: {TP("orders", 1): 3}}, extra={"_recovery/topic-ids.json": b"{}"})
+                    initial={0: {TP("orders", 1): 3}}, extra={"_recovery/topic-ids.json": b"{}"}, force=True)
 """
 RESTORE = """
 import sys
@@ -114,7 +114,7 @@ def test_restore_killed_before_each_file_operation(tmp_path: Path) -> None:
     original = checkpoint_files(batches=3, committed=2)
     base = stopped(write_checkpoint(tmp_path / "base" / "chk", original))  # restore refuses a live one
     O0 = TopicPartition("orders", 0)
-    backup = rewrite_offsets(open_checkpoint(str(base)), {2: {0: {O0: 25}}}, initial={0: {O0: 3}})
+    backup = rewrite_offsets(open_checkpoint(str(base)), {2: {0: {O0: 25}}}, initial={0: {O0: 3}}, force=True)
     rewritten = tree(base)
     done = tmp_path / "done" / "chk"
     shutil.copytree(base, done)
@@ -151,7 +151,7 @@ def test_a_dead_holder_is_reported_then_rolled_back_by_the_next_writer(
     assert interrupted is not None and interrupted.state == "dead"
     holder = interrupted.intent.holder
     assert interrupted.message == (
-        f"rewrite-offsets (host {holder.host}, pid {holder.pid}, started {holder.started}) was interrupted "
+        f"`rewrite_offsets` (host {holder.host}, pid {holder.pid}, started {holder.started}) was interrupted "
         f"while writing this checkpoint; the original files are in backup set {interrupted.intent.backup_id} "
         f"({root}/_recovery/backups); running any writing command again (repair, restore) first rolls it back"
     )
@@ -162,9 +162,9 @@ def test_a_dead_holder_is_reported_then_rolled_back_by_the_next_writer(
     # Another writing command rolls the interrupted one back first, says so, then does its own work.
     O1 = TopicPartition("orders", 1)
     expected = write_checkpoint(tmp_path / "expected" / "chk", original)
-    rewrite_offsets(open_checkpoint(str(expected)), {2: {0: {O1: 7}}})
+    rewrite_offsets(open_checkpoint(str(expected)), {2: {0: {O1: 7}}}, force=True)
     with caplog.at_level("WARNING"):
-        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {O1: 7}}})
+        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {O1: 7}}}, force=True)
     assert "was interrupted; rolled back what it had changed from backup set" in caplog.text
     assert proper(root) == proper(expected)
     assert read_interrupted(Store(str(root))) is None
@@ -191,9 +191,11 @@ def test_two_writers_one_proceeds_the_other_is_refused_naming_the_holder(tmp_pat
         assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
         before = tree(root)
         with pytest.raises(StateError) as refused:
-            rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}})
+            rewrite_offsets(
+                open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}}, force=True
+            )
         message = str(refused.value)
-        assert f"repair --execute (host {os.uname().nodename}, pid {holder.pid}, started " in message
+        assert f"`repair --execute` (host {os.uname().nodename}, pid {holder.pid}, started " in message
         assert "is writing this checkpoint; nothing was written" in message and "\n" not in message
         assert tree(root) == before
         state = open_checkpoint(str(root)).restart_state()
@@ -205,7 +207,7 @@ def test_two_writers_one_proceeds_the_other_is_refused_naming_the_holder(tmp_pat
         holder.wait()
     # The holder was killed with its record still there: the next writer rolls back (nothing had
     # changed) and proceeds.
-    rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}})
+    rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 0): 1}}}, force=True)
     assert not (root / INTENT_FILE).exists()
 
 
@@ -252,5 +254,5 @@ def test_a_rollback_refuses_an_intent_record_naming_a_backup_outside_the_backup_
     before = tree(tmp_path)
 
     with pytest.raises(CheckpointFormatError, match="is not a backup set name"):
-        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 1): 7}}})
+        rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 1): 7}}}, force=True)
     assert tree(tmp_path) == before

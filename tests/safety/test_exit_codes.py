@@ -107,7 +107,9 @@ class World:
     def with_backup(self) -> tuple[str, str]:
         """A rewritten checkpoint and the id of the backup set holding its originals."""
         root = self.checkpoint()
-        backup = rewrite_offsets(open_checkpoint(root), {2: {0: {TopicPartition("orders", 1): 25}}})
+        backup = rewrite_offsets(
+            open_checkpoint(root), {2: {0: {TopicPartition("orders", 1): 25}}}, force=True
+        )
         return root, backup.id
 
     def missing(self) -> str:

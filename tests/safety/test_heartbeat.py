@@ -201,7 +201,7 @@ def test_fresh_running_heartbeat_refuses_even_with_old_batch_files(tmp_path: Pat
         refuse_if_in_use(open_checkpoint(str(tmp_path)), 300, now_ms=int(now * 1000))
     message = str(err.value)
     assert f"query {QUERY_ID} (run {RUN_ID}) on host {socket.gethostname()}" in message
-    assert "reported running 5s ago" in message and "--force" in message
+    assert "reported running 5s ago" in message and "`force=True`" in message
 
 
 def test_terminated_heartbeat_after_the_last_batch_allows_even_fresh_batch_files(tmp_path: Path) -> None:
@@ -264,7 +264,9 @@ def test_heartbeat_only_check_of_the_gate_ignores_fresh_batch_files_but_not_a_ru
 
 def test_restore_is_refused_while_the_heartbeat_is_fresh_unless_forced(tmp_path: Path) -> None:
     root = write_checkpoint(tmp_path / "chk")
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 1): 25}}})
+    backup = rewrite_offsets(
+        open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 1): 25}}}, force=True
+    )
     age_batch_files(root, 3600, time.time())
     beat(root, at_ms=int(time.time() * 1000))
     rewritten = tree(root)
@@ -282,7 +284,9 @@ def test_the_toolkits_own_rewrites_are_no_sign_of_a_query(tmp_path: Path) -> Non
     query writes afterwards is."""
     root = write_checkpoint(tmp_path / "chk")
     age_batch_files(root, 3600, time.time())
-    backup = rewrite_offsets(open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 1): 25}}})
+    backup = rewrite_offsets(
+        open_checkpoint(str(root)), {2: {0: {TopicPartition("orders", 1): 25}}}, force=True
+    )
     assert json.loads((root / LAST_WRITE_FILE).read_bytes())["files"][:2] == ["offsets/2", "offsets/.2.crc"]
     done = restore_backup(str(root), backup.id, execute=True)
     assert done.executed and "offsets/2" in done.written

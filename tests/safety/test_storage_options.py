@@ -105,7 +105,7 @@ def test_object_stores_never_touch_side_files(monkeypatch: pytest.MonkeyPatch, t
         store.write(rel, data)
     log = tmp_path / "ops.log"
     monkeypatch.setenv(FAULT_LOG_ENV, str(log))
-    backup = rewrite_offsets(open_checkpoint(url), {2: {0: {TopicPartition("orders", 0): 5}}})
+    backup = rewrite_offsets(open_checkpoint(url), {2: {0: {TopicPartition("orders", 0): 5}}}, force=True)
     ops = log.read_text()
     assert ".crc" not in ops and "offsets/2" in ops
     assert backup.absent == () and [f.path for f in backup.files] == ["offsets/2"]

@@ -55,7 +55,7 @@ BACKUP_COLUMNS: Columns = (
 )
 RESTORE_COLUMNS: Columns = (("path", "PATH"), ("change", "CHANGE"))
 # Beyond this many partitions the table shows one line per topic (``--all``: one per partition).
-PAGE_ROWS = 50  # as validate's table (recovery.report.findings.PAGE_ROWS)
+PAGE_ROWS = 50  # as validate's table (recovery.cli.report.findings.PAGE_ROWS)
 SUMMARY_COLUMNS: Columns = (
     ("source_id", "SOURCE"),
     ("kind", "KIND"),

@@ -37,10 +37,10 @@ import json
 from collections.abc import Iterable
 
 from recovery.checkpoint.format import DeltaSourceOffset, delta_offset_json
+from recovery.cli.report.findings import MOVE_COLUMNS, VALIDATE_COLUMNS, finding_rows, move_rows
 from recovery.core.model import Finding, JsonObject
 from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState
 from recovery.delta.model import DeltaSourceResult, unknown_loss
-from recovery.report.findings import MOVE_COLUMNS, VALIDATE_COLUMNS, finding_rows, move_rows
 
 # -- delta-source ----------------------------------------------------------------------------------
 

@@ -8,40 +8,11 @@ from collections.abc import Iterable
 from recovery.core.model import Finding, JsonObject, Move, Plan, Runway, Verdict
 from recovery.core.results import RepairResult, StartingOffsets, ValidationReport
 from recovery.core.runway import format_duration_ms, shortest
-from recovery.core.wording import describe_move as describe_move  # re-exported: recovery.report
-from recovery.core.wording import record_count
+from recovery.core.wording import record_count, spark_outcome
 
 # Tables longer than this show the rows that need action first, up to this many, and one summary
 # line per verdict for the rest (JSON and CSV always hold every row).
 PAGE_ROWS = 50
-
-
-def describe_finding(f: Finding) -> str:
-    """``orders [0] BELOW_LOG_START: checkpoint 100, log [250, 900): 150 records lost; on restart
-    Spark fails with KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE``."""
-    where = f"checkpoint {f.position if f.position is not None else '-'}"
-    if f.available is not None:
-        where += f", log [{f.available.start}, {f.available.end})"
-    lost = f"{record_count(f.records_lost, f.upper_bound)} records lost; " if f.records_lost else ""
-    return (
-        f"{f.tp} {f.verdict.value}: {where}: {lost}on restart {spark_outcome(f)}. {f.detail}".rstrip(". ")
-        + "."
-    )
-
-
-def spark_outcome(f: Finding, *, short: bool = False) -> str:
-    """What Spark does on restart: fails with an error condition, silently skips records, or runs."""
-    if f.spark_error:
-        return f.spark_error if short else f"Spark fails with {f.spark_error}"
-    if f.silently_skipped:
-        n = record_count(f.silently_skipped, f.upper_bound)
-        return f"runs, silently skips {n}" if short else f"Spark silently skips {n} records"
-    return "runs" if short else "Spark runs"
-
-
-def findings_text(findings: Iterable[Finding]) -> str:
-    lines = [describe_finding(f) for f in findings if f.needs_action]
-    return "\n".join(lines) if lines else "all partitions OK"
 
 
 # -- rows and lines for validate, repair and starting-offsets ------------------------------------

@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from recovery.cli.report.findings import runway_cell
 from recovery.core.model import Finding, JsonObject, Verdict
 from recovery.core.restart import Level
 from recovery.core.runway import shortest
 from recovery.errors import ExitCode
-from recovery.report.findings import runway_cell
 
 if TYPE_CHECKING:  # values only: this module reads their fields and imports neither pydantic nor threads
     from recovery.conf import ClusterConf, FleetConf, JobConf
