@@ -49,8 +49,8 @@ def test_a_topic_recreated_soon_after_the_last_batch_is_ok_with_the_note_that_it
     rows = [(r["partition"], r["verdict"], r["notes"]) for r in report["partitions"]]
     note = (
         f"topic ids never recorded for {topic}: a recreation with at least as many records as the "
-        "position, within 10 min after the batch that read up to it, cannot be ruled out (run `repair "
-        "--execute` once while healthy to record them)"
+        "position, within 10 min after the batch that read up to it, cannot be ruled out (run "
+        "`stream-recovery repair --execute` once while healthy to record them)"
     )
     assert rows == [(0, "OK", [note]), (1, "OK", [note])]
 
