@@ -146,7 +146,7 @@ def apply(
         batches: dict[int, dict[int | str, dict[TopicPartition, int | None]]] = {}
         initial: dict[int | str, dict[TopicPartition, int | None]] = {}
         for change in fresh.changes:
-            values = initial if change.file.is_initial else batches.setdefault(change.file.number, {})
+            values = initial if change.file.is_initial else batches.setdefault(change.file.batch_id, {})
             values.setdefault(change.source_id, {})[change.tp] = change.new
         # The id record changes with the offsets, in the same backup set: a restore puts both back.
         ids, ids_file = topic_ids_file(chk, healthy, recorded_by, int(time.time() * 1000))

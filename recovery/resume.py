@@ -56,8 +56,9 @@ def checkpoint_view(chk: Checkpoint) -> tuple[CheckpointView, tuple[Issue, ...]]
                     SourcePosition(entry.name, CheckpointFile.sources(entry.name), initial.kafka.offsets)
                 )
     else:
-        n = latest.batch_id
-        previous = chk.offsets(n - 1) if n - 1 in chk.offset_batch_ids else None
+        # The batch before N as Spark reads it: N-1, or the previous one on disk when async
+        # progress tracking left gaps (recovery.core.restart).
+        previous = chk.offsets(state.previous) if state.previous is not None else None
         for source in latest.sources:
             position = _resume(chk, source.source_id, latest, previous, rerun)
             if position is not None:
@@ -212,6 +213,7 @@ def _resume(
 ) -> SourcePosition | None:
     n = latest.batch_id
     here, before = _kafka_offsets(latest, source_id), _kafka_offsets(previous, source_id)
+    before_file = CheckpointFile.offsets(previous.batch_id) if previous is not None else None
     initial_file = CheckpointFile.sources(source_id)
 
     def initial() -> dict[TopicPartition, int] | None:
@@ -223,16 +225,14 @@ def _resume(
             return SourcePosition(
                 source_id, CheckpointFile.offsets(n), here, start_read_by_ms=_read_by(latest)
             )
-        if before is not None:
-            return SourcePosition(
-                source_id, CheckpointFile.offsets(n - 1), before, start_read_by_ms=_read_by(previous)
-            )
+        if before is not None and before_file is not None:
+            return SourcePosition(source_id, before_file, before, start_read_by_ms=_read_by(previous))
         first = initial()
         return SourcePosition(source_id, initial_file, first) if first is not None else None
     start_file: CheckpointFile
     start_ms: int | None = None
-    if before is not None:
-        start_file, start, start_ms = CheckpointFile.offsets(n - 1), before, _read_by(previous)
+    if before is not None and before_file is not None:
+        start_file, start, start_ms = before_file, before, _read_by(previous)
     else:
         first = initial()
         if first is None and here is None:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recovery.checkpoint import format as fmt
 from recovery.checkpoint.backup import BackupSet, incomplete_backups, list_backups, require_location
 from recovery.checkpoint.format import KafkaOffsets, OffsetSeqMetadata, SourceKind
 from recovery.checkpoint.options import StorageOptions
-from recovery.checkpoint.reader import FileRead, open_checkpoint
+from recovery.checkpoint.reader import Checkpoint, FileRead, open_checkpoint
 from recovery.checkpoint.store import Store
 from recovery.core.model import TopicPartition
 from recovery.core.restart import RestartState
-from recovery.errors import ExitCode
+from recovery.errors import CheckpointFormatError, ExitCode
 
 Offsets = tuple[tuple[TopicPartition, int], ...]
 
@@ -103,7 +104,7 @@ def inspect_checkpoint(
         chk.latest_commit()
     sources = []
     for source in entry.sources if entry else ():
-        initial = chk.initial_offsets(source.source_id) if source.kafka is not None else None
+        initial = _readable_initial(chk, source.source_id) if source.kafka is not None else None
         sources.append(
             SourceInfo(
                 source_id=source.source_id,
@@ -142,3 +143,12 @@ def inspect_backups(
         list_backups(location, storage_options, backup_dir=backup_dir),
         incomplete_backups(location, storage_options, backup_dir=backup_dir),
     )
+
+
+def _readable_initial(chk: Checkpoint, source_id: str) -> fmt.InitialOffsets | None:
+    """The source's initial offsets, or None when its file is unreadable: a file Spark reads on this
+    restart was checked when the checkpoint was opened, and one it does not read was said then."""
+    try:
+        return chk.initial_offsets(source_id)
+    except CheckpointFormatError:
+        return None

@@ -7,6 +7,7 @@ asked for (a checkpoint with 10,000 retained batches costs two listings, not 10,
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -18,15 +19,18 @@ from recovery.checkpoint.intent import HolderState, Interrupted, read_interrupte
 from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.recovery_dir import INTENT_FILE, RECOVERY_DIR
 from recovery.checkpoint.store import Entry, Store
-from recovery.core.model import CheckpointFile
+from recovery.core.model import SOURCE_NAME, CheckpointFile
 from recovery.core.restart import (
     DEFAULT_MIN_BATCHES_TO_RETAIN,
     Issue,
     Level,
+    NextRun,
     RestartState,
     plan_restart,
 )
 from recovery.errors import CheckpointFormatError
+
+log = logging.getLogger(__name__)
 
 # The directories every command lists anyway; on object stores others are read without a listing.
 _LISTED = frozenset({"offsets", "commits"})
@@ -331,15 +335,34 @@ class Checkpoint:
                 raise CheckpointFormatError(
                     f"{self.store.display(issue.message)}; Spark cannot restart from it"
                 )
-        ids = self.offset_batch_ids
-        entries = [self.offsets(i) for i in ids[-2:] if i >= ids[-1] - 1]
+        # offsets/N and the batch before it as Spark reads it (N-1, or the previous one on disk
+        # under async progress tracking)
+        read = (state.previous, state.latest_offsets)
+        entries = [self.offsets(i) for i in read if i is not None]
         self.latest_commit()
         kafka_ids = self._initial_kafka_ids(entries)
         for entry in reversed(entries):  # the latest first: a message names the file Spark reads first
             self._check_sources(entry, kafka_ids, entries[-1])
         line_sources = {s.source_id for e in entries for s in e.kafka_sources}
+        # Spark reads a source's sources/<id>/0 only when the batch it runs has no start offset for
+        # it (initialOffset(), MicroBatchExecution.constructNextBatch / runBatch): the others are
+        # never read, so an unreadable one is said, not refused.
+        start = {
+            NextRun.NEXT_BATCH: state.latest_offsets,
+            NextRun.RERUN_BATCH: state.previous,
+            NextRun.FIRST_BATCH: None,
+        }[state.next_run]
+        started = set()
+        if start is not None:
+            started = {s.source_id for s in self.offsets(start).sources if s.text is not None}
         for source_id in sorted(kafka_ids | line_sources):
-            self._strict_initial_offsets(source_id)
+            if source_id not in started:
+                self._strict_initial_offsets(source_id)
+                continue
+            try:
+                self._strict_initial_offsets(source_id)
+            except CheckpointFormatError as exc:
+                log.warning("%s; Spark does not read it on this restart (the source has offsets)", exc)
 
     def _source_dir(self, source_id: int | str) -> bool:
         """Whether ``sources/<id>`` may hold files: listed locally; on object stores its ``0`` is
@@ -347,14 +370,15 @@ class Checkpoint:
         return not self.store.is_local or self._entry(f"sources/{source_id}") is not None
 
     def _source_ids(self, entries: list[fmt.OffsetLogEntry]) -> list[str]:
-        """The source indexes to look at: every numeric ``sources/<i>`` directory (local paths), or,
-        on object stores, the sources of the offset lines read (no LIST of ``sources/``)."""
+        """The sources to look at: every numeric ``sources/<i>`` directory and each named one the
+        offset lines name (Spark 4.2's ``DataStreamReader.name``) on local paths, or, on object
+        stores, the sources of the offset lines read (no LIST of ``sources/``)."""
+        named = {s.source_id for e in entries for s in e.sources}
         if self.store.is_local:
             listed = self._list("sources")
-            return [e.name for e in listed if e.is_dir and fmt.is_batch_file_name(e.name)]
-        return sorted(
-            {s.source_id for e in entries for s in e.sources if fmt.is_batch_file_name(s.source_id)}
-        )
+            ours = (e for e in listed if fmt.is_batch_file_name(e.name) or e.name in named)
+            return [e.name for e in ours if e.is_dir]
+        return sorted(i for i in named if fmt.is_batch_file_name(i) or SOURCE_NAME.fullmatch(i))
 
     def _initial_kafka_ids(self, entries: list[fmt.OffsetLogEntry]) -> set[str]:
         """The sources whose ``sources/<i>/0`` is a Kafka initial-offset file (NUL + ``v1``, or the

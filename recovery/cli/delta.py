@@ -29,12 +29,14 @@ from recovery.cli.report import delta as report
 from recovery.delta.api import plan_delta_source, repair_delta_source
 from recovery.delta.model import DeltaStrategy
 
-_SOURCE_ID = re.compile(r"^(\d+)=(.+)$")
+# ID=TABLE: a source's index, or its name (Spark 4.2's DataStreamReader.name).
+_SOURCE_ID = re.compile(r"^([A-Za-z0-9_]+)=(.+)$")
 
 
 def _tables(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> Mapping[str, str] | str:
-    """One plain table, or SOURCE_ID=TABLE per source. Only a leading ``<digits>=`` is a source id,
-    so a path such as ``/lake/env=prod/t`` stays a path."""
+    """One plain table, or SOURCE_ID=TABLE per source. Only a leading source index or name (letters,
+    digits, underscores) and ``=`` is a source id, so a path such as ``/lake/env=prod/t`` stays a
+    path."""
     if len(values) == 1 and not _SOURCE_ID.match(values[0]):
         return values[0]
     out: dict[str, str] = {}

@@ -32,7 +32,7 @@ from recovery.cli.options import (
     topic_option,
 )
 from recovery.cli.report import findings as report
-from recovery.core.model import Isolation, NoMatch, OnBeyondEnd, Plan, Policy, TopicSelection
+from recovery.core.model import SOURCE_NAME, Isolation, NoMatch, OnBeyondEnd, Plan, Policy, TopicSelection
 from recovery.core.results import RepairResult
 from recovery.core.strategy import StrategyRequest
 from recovery.errors import InvalidInput
@@ -92,7 +92,7 @@ def validate_cmd(
     tables: dict[str, str] = {}
     for spec in delta_tables:
         source_id, eq, path = spec.partition("=")
-        if not eq or not source_id.isdigit() or not path:
+        if not eq or not SOURCE_NAME.fullmatch(source_id) or not path:
             raise click.UsageError(f"--delta-table {spec}: expected ID=TABLE (e.g. 1=/lake/orders)")
         tables[source_id] = path
     with render.waiting("reading the checkpoint and the cluster"):

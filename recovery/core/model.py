@@ -137,10 +137,13 @@ class GateMode(StrEnum):
 @dataclass(frozen=True)
 class CheckpointFile:
     """A file of a checkpoint that holds Kafka or Delta source offsets: ``offsets/<batch>`` or the
-    initial offsets ``sources/<source>/0``. Ordered as Spark reads them: sources first, then batches."""
+    initial offsets ``sources/<source>/0``. Ordered as Spark reads them: sources first (numbered,
+    then named), then batches."""
 
     kind: Literal["sources", "offsets"]
-    number: int  # the batch id, or the source id for sources/<i>/0
+    # The batch id; for sources/<id>/0 the source's index, or its name (Spark 4.2's
+    # DataStreamReader.name: ASCII letters, digits and underscores).
+    number: int | str
 
     @classmethod
     def offsets(cls, batch_id: int) -> CheckpointFile:
@@ -148,26 +151,45 @@ class CheckpointFile:
 
     @classmethod
     def sources(cls, source_id: int | str) -> CheckpointFile:
-        return cls("sources", int(source_id))
+        text = str(source_id)
+        return cls("sources", int(text) if text.isdigit() else text)
 
     @classmethod
     def parse(cls, text: str) -> CheckpointFile:
-        """``offsets/3`` or ``sources/0/0`` (the spelling of a plan's JSON) back into a value."""
+        """``offsets/3``, ``sources/0/0`` or ``sources/orders_src/0`` (the spelling of a plan's JSON)
+        back into a value."""
         kind, _, rest = text.partition("/")
-        number = rest[:-2] if kind == "sources" and rest.endswith("/0") else rest
-        if kind not in ("offsets", "sources") or not number.isdigit():
-            raise ValueError(f"not a checkpoint offsets file: {text!r}")
-        return cls(kind, int(number))  # type: ignore[arg-type]
+        if kind == "sources" and rest.endswith("/0") and SOURCE_NAME.fullmatch(rest[:-2]):
+            return cls.sources(rest[:-2])
+        if kind == "offsets" and rest.isdigit():
+            return cls.offsets(int(rest))
+        raise ValueError(f"not a checkpoint offsets file: {text!r}")
 
     @property
     def is_initial(self) -> bool:
         return self.kind == "sources"
 
+    @property
+    def batch_id(self) -> int:
+        """The batch of ``offsets/<batch>`` (a ``sources/<id>/0`` file has none)."""
+        if self.kind != "offsets" or not isinstance(self.number, int):
+            raise ValueError(f"{self} is not a batch file")
+        return self.number
+
     def __str__(self) -> str:
         return f"sources/{self.number}/0" if self.kind == "sources" else f"offsets/{self.number}"
 
+    def _key(self) -> tuple[bool, bool, int, str]:
+        named = isinstance(self.number, str)
+        return (self.kind != "sources", named, 0 if named else int(self.number), str(self.number))
+
     def __lt__(self, other: CheckpointFile) -> bool:
-        return (self.kind != "sources", self.number) < (other.kind != "sources", other.number)
+        return self._key() < other._key()
+
+
+# A source's id in a checkpoint: its index, or the name DataStreamReader.name gave it (Spark 4.2:
+# ASCII letters, digits and underscores; apache/spark #53309).
+SOURCE_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
 # -- validation and repair (the planning core's inputs and outputs) -------------------------------

@@ -7,6 +7,13 @@ Mirrors ``MicroBatchExecution.populateStartOffsets`` (spec §5.1)::
     latest offsets/N, commits/N-1    -> RERUN_BATCH N over [offsets/N-1, offsets/N)
     latest offsets/0, no commit      -> FIRST_BATCH 0 over [sources/<i>/0, offsets/0)
     commits older than N-1 or none   -> Spark warns and re-runs batch N, as above
+
+A log with gaps was written with async progress tracking (offsets and commits written every
+``asyncProgressTrackingCheckpointIntervalMs``; MicroBatchExecution never leaves a gap: it purges the
+oldest batches only). There "N-1" is the previous batch on disk
+(``AsyncProgressTrackingMicroBatchExecution.validateOffsetLogAndGetPrevOffset``:
+``offsetLog.getPrevBatchFromStorage``); a query restarted without the option fails instead (batch N-1
+doesn't exist).
 """
 
 from __future__ import annotations
@@ -53,6 +60,10 @@ class RestartState:
     latest_offsets: int | None
     latest_commit: int | None
     issues: tuple[Issue, ...] = ()
+    # The batch Spark reads as the one before N (its start offsets when N re-runs): N-1, or under
+    # async progress tracking the previous batch on disk; None: there is none.
+    previous: int | None = None
+    asynchronous: bool = False  # the logs have gaps: written with async progress tracking
 
     @property
     def can_restart(self) -> bool:
@@ -91,16 +102,24 @@ def plan_restart(
         return RestartState(NextRun.FIRST_BATCH, 0, None, None, None, latest_commit, tuple(issues))
 
     n = max(offset_ids)
-    if gaps := _gaps(offset_ids):
+    gaps = _gaps(offset_ids)
+    asynchronous = bool(gaps)
+    earlier = [i for i in offset_ids if i < n]
+    previous = (
+        (max(earlier) if earlier else None) if asynchronous else (n - 1 if n - 1 in offset_ids else None)
+    )
+    if asynchronous and previous is not None:
         issues.append(
             Issue(
                 Level.WARNING,
-                f"offsets/ has gaps (missing {_ranges(gaps)}); Spark assumes continuous batch ids "
-                "unless async progress tracking wrote them",
+                f"offsets/ has gaps (missing {_ranges(gaps)}): written with async progress tracking, "
+                f"which restarts from the previous batch on disk (offsets/{previous}); restarted "
+                f"without asyncProgressTrackingEnabled, Spark fails (batch {n - 1} doesn't exist)",
             )
         )
     if commit_ids and (commit_gaps := _gaps(commit_ids)):
-        issues.append(Issue(Level.WARNING, f"commits/ has gaps (missing {_ranges(commit_gaps)})"))
+        level = Level.INFO if asynchronous else Level.WARNING
+        issues.append(Issue(level, f"commits/ has gaps (missing {_ranges(commit_gaps)})"))
     if latest_commit is not None and latest_commit > n:
         issues.append(
             Issue(
@@ -108,7 +127,7 @@ def plan_restart(
                 f"commits/{latest_commit} is newer than the latest offsets/{n}: the logs disagree",
             )
         )
-    if latest_commit is not None and latest_commit < n - 1:
+    if latest_commit is not None and latest_commit < n - 1 and not asynchronous:
         issues.append(
             Issue(
                 Level.WARNING,
@@ -123,9 +142,10 @@ def plan_restart(
     elif n == 0:
         state = RestartState(NextRun.FIRST_BATCH, 0, None, latest, n, latest_commit)
     else:
-        state = RestartState(NextRun.RERUN_BATCH, n, CheckpointFile.offsets(n - 1), latest, n, latest_commit)
+        start = None if previous is None else CheckpointFile.offsets(previous)
+        state = RestartState(NextRun.RERUN_BATCH, n, start, latest, n, latest_commit)
 
-    if n > 0 and n - 1 not in offset_ids:
+    if n > 0 and previous is None:
         issues.append(
             Issue(
                 Level.ERROR,
@@ -149,5 +169,13 @@ def plan_restart(
             )
         )
     return RestartState(
-        state.next_run, state.batch_id, state.start, state.end, n, latest_commit, tuple(issues)
+        state.next_run,
+        state.batch_id,
+        state.start,
+        state.end,
+        n,
+        latest_commit,
+        tuple(issues),
+        previous,
+        asynchronous,
     )

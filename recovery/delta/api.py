@@ -51,7 +51,8 @@ def delta_source_reads(chk: Checkpoint, tables: Mapping[str, str] | str) -> tupl
     if latest is None:
         return ()
     end_entry = chk.offsets(latest)
-    start_entry = chk.offsets(latest - 1) if latest > 0 and latest - 1 in chk.offset_batch_ids else None
+    previous = chk.restart_state().previous  # N-1, or the batch before on disk (async progress tracking)
+    start_entry = chk.offsets(previous) if previous is not None else None
     delta = [s for s in end_entry.sources if s.kind is SourceKind.DELTA and s.delta is not None]
     if isinstance(tables, str):
         if len(delta) != 1:
@@ -182,7 +183,7 @@ def repair_delta_source(
             refuse_sink_skip(chk, sink, plan.files, table_options=table_options)
         batches: dict[int, dict[int | str, DeltaSourceOffset]] = {}
         for move in plan.moves:
-            batches.setdefault(move.file.number, {})[move.source_id] = move.new
+            batches.setdefault(move.file.batch_id, {})[move.source_id] = move.new
         rewrite = plan_delta_rewrite(chk, batches)
         backup = apply_rewrite(  # refuses while the query runs, unless force
             chk,

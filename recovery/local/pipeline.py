@@ -32,6 +32,8 @@ def start_kafka_to_delta(
     query_name: str | None = None,
     crash_on_batch: int | None = None,
     processing_time: str | None = None,
+    source_names: Sequence[str] | None = None,
+    writer_options: Mapping[str, str] | None = None,
 ) -> StreamingQuery:
     """Start the pipeline. Several topics give several Kafka sources (one per topic, unioned), so
     the checkpoint's offsets files carry one line per source.
@@ -42,10 +44,14 @@ def start_kafka_to_delta(
 
     ``processing_time`` (e.g. ``"1 hour"``) runs the query continuously with that trigger instead of
     ``availableNow``: the first batch starts at once, and the query keeps running until stopped.
+
+    ``source_names`` names the sources, one per topic (``DataStreamReader.name``, Spark 4.2: the
+    checkpoint keeps them as ``sources/<name>/``); ``writer_options`` go to the stream writer
+    (``asyncProgressTrackingEnabled``, say).
     """
     topics = [topic] if isinstance(topic, str) else list(topic)
     frames = []
-    for name in topics:
+    for i, name in enumerate(topics):
         reader = (
             spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", bootstrap)
@@ -54,6 +60,8 @@ def start_kafka_to_delta(
         )
         for key, value in (options or {}).items():
             reader = reader.option(key, value)
+        if source_names:
+            reader = reader.name(source_names[i])
         frames.append(
             reader.load().selectExpr(
                 "topic",
@@ -68,6 +76,8 @@ def start_kafka_to_delta(
     for frame in frames[1:]:
         rows = rows.unionByName(frame)
     writer = rows.writeStream.option("checkpointLocation", checkpoint)
+    for key, value in (writer_options or {}).items():
+        writer = writer.option(key, value)
     writer = (
         writer.trigger(processingTime=processing_time)
         if processing_time

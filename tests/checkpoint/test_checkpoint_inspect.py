@@ -62,7 +62,9 @@ def test_inspect_a_chosen_batch(tmp_path: Path) -> None:
 
 def test_a_checkpoint_spark_would_refuse_is_bad_input(tmp_path: Path) -> None:
     files = {
-        k: v for k, v in checkpoint_files(committed=1).items() if k not in ("offsets/1", "offsets/.1.crc")
+        k: v
+        for k, v in checkpoint_files(committed=1).items()
+        if k not in ("offsets/0", "offsets/.0.crc", "offsets/1", "offsets/.1.crc")
     }
     root = write_checkpoint(tmp_path / "chk", files)
     with pytest.raises(

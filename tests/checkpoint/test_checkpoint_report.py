@@ -132,16 +132,21 @@ def test_show_notes() -> None:
 
 
 def test_show_notes_name_each_issue_and_say_when_action_is_needed() -> None:
-    notes = report.show_notes(info(KAFKA, offsets=(0, 2), commits=(0,)))
-    assert notes[1] == "offsets/ 0..2 (2 files); commits/ 0..0 (1 file)"
-    assert notes[4:7] == [
-        "warning: offsets/ has gaps (missing 1); Spark assumes continuous batch ids unless async "
-        "progress tracking wrote them",
+    notes = report.show_notes(info(KAFKA, offsets=(2,), commits=(0,)))
+    assert notes[1] == "offsets/ 2..2 (1 file); commits/ 0..0 (1 file)"
+    assert notes[4:6] == [
         "warning: latest commit 0 does not trail latest offsets 2 by one; Spark warns and re-runs batch 2",
         "error: offsets/1 is missing: Spark needs it to restart from batch 2 "
         "(The offset log for batch 1 doesn't exist)",
     ]
     assert notes[-1] == "action needed: Spark would refuse to restart from this checkpoint"
+    gapped = report.show_notes(info(KAFKA, offsets=(0, 4, 5, 9), commits=(0, 4, 5)))
+    assert gapped[4:6] == [
+        "warning: offsets/ has gaps (missing 1-3, 6-8): written with async progress tracking, which "
+        "restarts from the previous batch on disk (offsets/5); restarted without "
+        "asyncProgressTrackingEnabled, Spark fails (batch 8 doesn't exist)",
+        "info: commits/ has gaps (missing 1-3)",
+    ]
     empty = report.show_notes(info(offsets=(), commits=()))
     assert empty[1:3] == ["offsets/ empty; commits/ empty", "no batch planned yet: no sources to show"]
 

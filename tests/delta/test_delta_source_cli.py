@@ -138,7 +138,7 @@ def test_version_budget_refuses_and_writes_nothing(tmp_path: Path, cli: Callable
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["--table", "zero=/x", "--table", "0=/y"], 2, "expected SOURCE_ID=TABLE for each of several tables"),
+        (["--table", "s-1=/x", "--table", "0=/y"], 2, "expected SOURCE_ID=TABLE for each of several tables"),
         (["--table", "/lake/env=prod/t"], 2, "/lake/env=prod/t: not a Delta table"),
         (["--table", "/nonexistent/table"], 2, "not a Delta table"),
         (["--table", "7=/x"], 2, "no Delta source 7 (Delta sources: 0)"),

@@ -8,7 +8,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ class Job:
     topic: str | list[str]
     root: Path
     options: dict[str, str]
+    # start_kafka_to_delta's further arguments, kept by copies (source_names, writer_options)
+    start: dict[str, Any] = field(default_factory=dict)
 
     @property
     def checkpoint(self) -> Path:
@@ -49,7 +51,7 @@ class Job:
             table=str(self.table),
             checkpoint=str(self.checkpoint),
             options=self.options,
-            **extra,
+            **{**self.start, **extra},
         )
 
     def rows(self) -> list[tuple[str, int, int]]:
@@ -59,7 +61,7 @@ class Job:
 
     def copy(self, name: str) -> Job:
         """A copy of checkpoint and table, to restart without repair and leave the original as it was."""
-        twin = Job(self.spark, self.bootstrap, self.topic, self.root / name, self.options)
+        twin = Job(self.spark, self.bootstrap, self.topic, self.root / name, self.options, self.start)
         shutil.copytree(self.checkpoint, twin.checkpoint)
         shutil.copytree(self.table, twin.table)
         return twin
