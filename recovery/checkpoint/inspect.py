@@ -87,8 +87,9 @@ def inspect_checkpoint(
     """Read a checkpoint's ``metadata``, list its logs, and parse batch ``batch`` (default: the latest
     offsets), the latest commit and the Kafka initial offsets, checking each ``.crc`` side file.
 
-    Raises CheckpointFormatError (bad input) on a missing checkpoint, a missing batch or any malformed
-    file, StorageError when the store cannot be read.
+    Raises CheckpointFormatError (bad input) on a missing checkpoint, a missing batch or a malformed
+    file Spark reads on restart (an initial offsets file it does not read is shown without its
+    offsets, and logged), StorageError when the store cannot be read.
 
     Example: ``inspect_checkpoint("/data/chk").restart.next_run``
     """

@@ -311,18 +311,20 @@ class Checkpoint:
         What Spark reads (MicroBatchExecution.populateStartOffsets, StreamExecution):
 
         * ``metadata`` (StreamMetadata.read + ``UUID.fromString``): checked on open.
-        * ``offsets/N`` and ``offsets/N-1`` (``offsetLog.getLatest()``, ``offsetLog.get(N - 1)``;
-          HDFSMetadataLog.getLatest reads the newest batch file and fails on a malformed one).
+        * ``offsets/N`` and the batch before it (``offsetLog.getLatest()``, ``offsetLog.get(N - 1)``,
+          or under async progress tracking the previous batch on disk; HDFSMetadataLog.getLatest
+          reads the newest batch file and fails on a malformed one).
         * the latest ``commits/C`` (``commitLog.getLatest()``; CommitLog.deserialize: empty file =
           "Incomplete log file", version validated, a missing JSON line reads as ``{}``).
         * ``sources/<i>/0`` of each Kafka source (KafkaSourceInitialOffsetWriter.deserialize, read
-          by ``initialOffset()`` whenever a start offset is missing).
+          by ``initialOffset()`` whenever a start offset is missing; a malformed one Spark does not
+          read on this restart is logged as a warning, not refused: Spark 4.2 restarts from it).
         * the ``.crc`` side file of each of these (Hadoop ChecksumFileSystem: a missing one is
           accepted, a wrong one is a ChecksumException).
 
         Besides: a file read that is a directory, special file or symlink out of the checkpoint, a
-        restart Spark refuses (``offsets/N-1`` missing, commits ahead of offsets), sources whose
-        offsets disagree between N-1 and N, and a ``sources/<i>`` directory for a source the offsets
+        restart Spark refuses (no batch before N, commits ahead of offsets), sources whose offsets
+        disagree between the two batches, and a ``sources/<i>`` directory for a source the offsets
         do not have.
         """
         for log_dir in ("offsets", "commits", "sources") if self.store.is_local else ():
@@ -376,7 +378,7 @@ class Checkpoint:
         named = {s.source_id for e in entries for s in e.sources}
         if self.store.is_local:
             listed = self._list("sources")
-            ours = (e for e in listed if fmt.is_batch_file_name(e.name) or e.name in named)
+            ours = (e for e in listed if fmt.is_batch_file_name(e.name) or SOURCE_NAME.fullmatch(e.name))
             return [e.name for e in ours if e.is_dir]
         return sorted(i for i in named if fmt.is_batch_file_name(i) or SOURCE_NAME.fullmatch(i))
 

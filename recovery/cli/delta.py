@@ -29,16 +29,17 @@ from recovery.cli.report import delta as report
 from recovery.delta.api import plan_delta_source, repair_delta_source
 from recovery.delta.model import DeltaStrategy
 
-# ID=TABLE: a source's index, or its name (Spark 4.2's DataStreamReader.name).
+# ID=TABLE: a source's index, or with several tables its name too (Spark 4.2's DataStreamReader.name).
 _SOURCE_ID = re.compile(r"^([A-Za-z0-9_]+)=(.+)$")
+_SOURCE_INDEX = re.compile(r"^(\d+)=(.+)$")
 
 
 def _tables(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> Mapping[str, str] | str:
-    """One plain table, or SOURCE_ID=TABLE per source. Only a leading source index or name (letters,
-    digits, underscores) and ``=`` is a source id, so a path such as ``/lake/env=prod/t`` stays a
-    path."""
-    if len(values) == 1 and not _SOURCE_ID.match(values[0]):
-        return values[0]
+    """One plain table, or SOURCE_ID=TABLE per source. One value is a source id only after a leading
+    index (``1=/lake/t``); with several, a source's name (letters, digits, underscores) may lead too.
+    A path such as ``/lake/env=prod/t`` stays a path."""
+    if len(values) == 1 and not _SOURCE_INDEX.match(values[0]):
+        return values[0]  # one table: a path such as dt=2024/orders stays a path
     out: dict[str, str] = {}
     for value in values:
         m = _SOURCE_ID.match(value)

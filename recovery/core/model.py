@@ -152,7 +152,9 @@ class CheckpointFile:
     @classmethod
     def sources(cls, source_id: int | str) -> CheckpointFile:
         text = str(source_id)
-        return cls("sources", int(text) if text.isdigit() else text)
+        # an index as Spark spells it ("0", "12"); any other id is a name ("007" too)
+        index = text.isascii() and text.isdigit() and str(int(text)) == text
+        return cls("sources", int(text) if index else text)
 
     @classmethod
     def parse(cls, text: str) -> CheckpointFile:

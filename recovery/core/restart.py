@@ -108,13 +108,22 @@ def plan_restart(
     previous = (
         (max(earlier) if earlier else None) if asynchronous else (n - 1 if n - 1 in offset_ids else None)
     )
-    if asynchronous and previous is not None:
+    if asynchronous and previous is not None and previous != n - 1:
+        # The one case where the two modes differ: the checkpoint cannot say which the query runs.
         issues.append(
             Issue(
                 Level.WARNING,
                 f"offsets/ has gaps (missing {_ranges(gaps)}): written with async progress tracking, "
                 f"which restarts from the previous batch on disk (offsets/{previous}); restarted "
                 f"without asyncProgressTrackingEnabled, Spark fails (batch {n - 1} doesn't exist)",
+            )
+        )
+    elif asynchronous:
+        issues.append(
+            Issue(
+                Level.INFO,
+                f"offsets/ has gaps (missing {_ranges(gaps)}), as async progress tracking leaves them; "
+                f"Spark restarts from offsets/{n - 1} either way",
             )
         )
     if commit_ids and (commit_gaps := _gaps(commit_ids)):

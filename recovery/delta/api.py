@@ -78,7 +78,7 @@ def delta_source_reads(chk: Checkpoint, tables: Mapping[str, str] | str) -> tupl
         if start_entry is not None:
             before = next((s for s in start_entry.sources if s.source_id == source.source_id), None)
             if before is not None and before.delta is not None:
-                start = DeltaPosition(CheckpointFile.offsets(latest - 1), before.delta)
+                start = DeltaPosition(CheckpointFile.offsets(start_entry.batch_id), before.delta)
         end = DeltaPosition(CheckpointFile.offsets(latest), source.delta)
         reads.append(DeltaSourceRead(source.source_id, tables[source.source_id], start, end, rerun))
     return tuple(reads)

@@ -12,6 +12,7 @@ from chk_builder import QUERY_ID, tree, write_checkpoint
 from recovery.checkpoint import open_checkpoint, rewrite_offsets
 from recovery.checkpoint.crc import checksum_file, crc_name
 from recovery.core.model import CheckpointFile, TopicPartition
+from recovery.errors import CheckpointFormatError
 from recovery.resume import checkpoint_view
 
 META_V2 = (
@@ -110,3 +111,17 @@ def test_a_rewrite_keeps_the_v2_names_and_every_other_byte(tmp_path: Path) -> No
     assert after["offsets/.0.crc"] == checksum_file(after["offsets/0"])
     changed = {k for k in after if not k.startswith("_recovery/") and before.get(k) != after[k]}
     assert changed == {"offsets/0", "offsets/.0.crc", "sources/pay_src/0", "sources/pay_src/.0.crc"}
+
+
+def test_a_name_of_digits_that_is_not_an_index_stays_a_name() -> None:
+    assert str(CheckpointFile.sources("007")) == "sources/007/0"
+    assert CheckpointFile.sources("7") == CheckpointFile("sources", 7)
+
+
+def test_a_named_initial_file_spark_reads_before_any_batch_is_checked(tmp_path: Path) -> None:
+    root = named_checkpoint(tmp_path / "chk")
+    for rel in ("offsets/0", "offsets/.0.crc", "commits/0", "commits/.0.crc", "sources/pay_src/.0.crc"):
+        (root / rel).unlink()
+    (root / "sources/pay_src/0").write_bytes(b'\x00v9\n{"payments":{"0":0}}')
+    with pytest.raises(CheckpointFormatError, match=r"sources/pay_src/0: unsupported log version v9"):
+        open_checkpoint(str(root))

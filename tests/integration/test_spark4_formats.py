@@ -116,3 +116,24 @@ def test_async_progress_tracking_logs_are_read_as_spark_reads_them(
     assert {r["verdict"] for r in report["partitions"]} == {"OK"}
     assert all(i["level"] != "error" for i in report["issues"])
     assert any("async progress tracking" in i["message"] for i in report["issues"])
+
+
+def test_an_unreadable_initial_offsets_file_is_refused_only_if_spark_reads_it(
+    job, new_topic, produce, bootstrap
+) -> None:
+    """sources/0/0 is read by initialOffset() only: a restart whose batch has start offsets for every
+    source (here batch 1 from offsets/0) does not read it, and the toolkit does not refuse it."""
+    topic = new_topic(2)
+    produce(topic, 20, partitions=2, timestamp_ms=NOW)
+    j: Job = job(topic)
+    j.run()
+    initial = j.checkpoint / "sources" / "0" / "0"
+    initial.write_bytes(b"\x00v1\n{not json")
+    (initial.parent / ".0.crc").unlink(missing_ok=True)  # a missing side file is accepted
+    produce(topic, 10, partitions=2, start=20, timestamp_ms=NOW)
+    before = j.rows()
+
+    report = j.validate(expect=0)  # said, not refused
+    assert {r["verdict"] for r in report["partitions"]} == {"OK"}
+    assert j.restart_conditions() == set()  # Spark restarts without reading it
+    assert j.rows() == sorted(before + offsets(topic, {0: range(10, 15), 1: range(10, 15)}))
