@@ -37,6 +37,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
@@ -71,6 +72,14 @@ rootLogger.appenderRef.file.ref = FILE
 logger.request.name = kafka.request.logger
 logger.request.level = {request_level}
 """
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """The nodes of a cluster: its id and each node's (broker port, controller port)."""
+
+    cluster_id: str
+    ports: Mapping[int, tuple[int, int]]
 
 
 def free_port() -> int:
@@ -118,7 +127,12 @@ class LocalKafkaBroker:
         log_level: str = "INFO",
         request_log_level: str = "WARN",
         start_timeout: float = 90.0,
+        quorum: Quorum | None = None,
+        node_id: int = 1,
     ) -> None:
+        # One node of a cluster (recovery.local.cluster): its ports and id come from ``quorum``.
+        self._quorum = quorum
+        self._node_id = node_id
         self._extra = dict(config or {})
         self._heap = heap
         self._log_level = log_level
@@ -148,6 +162,29 @@ class LocalKafkaBroker:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
+
+    def launch(self) -> None:
+        """Start a node of a quorum without waiting: its peers must start before any is ready."""
+        assert self._quorum is not None and self._proc is None
+        LocalKafkaBroker.launched += 1
+        self._workdir = Path(tempfile.mkdtemp(prefix="stream-recovery-kafka-"))
+        atexit.register(self.stop)
+        self.port, self.controller_port = self._quorum.ports[self._node_id]
+        self.cluster_id = self._quorum.cluster_id
+        props = self._write_config()
+        self._format(props)
+        self._launch(props)
+
+    def wait_until_ready(self) -> None:
+        self._wait_until_ready()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crashed machine: no controlled shutdown, its partitions' leadership moves
+        only once the controller fences it."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait(30)
 
     def start(self) -> LocalKafkaBroker:
         if self._proc is not None:
@@ -210,11 +247,16 @@ class LocalKafkaBroker:
     def _settings(self) -> dict[str, str]:
         assert self._workdir is not None
         listeners = f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
+        voters = (
+            ",".join(f"{i}@127.0.0.1:{c}" for i, (_, c) in sorted(self._quorum.ports.items()))
+            if self._quorum
+            else f"1@127.0.0.1:{self.controller_port}"
+        )
         settings = {
             "process.roles": "broker,controller",
-            "node.id": "1",
+            "node.id": str(self._node_id),
             # Static quorum (controller.quorum.voters): formatted without --standalone.
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "controller.quorum.voters": voters,
             "listeners": listeners,
             "advertised.listeners": listeners,
             "inter.broker.listener.name": "PLAINTEXT",

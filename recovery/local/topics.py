@@ -42,9 +42,16 @@ def _wait(futures: Mapping[_Key, Future[object]], what: str, timeout: float = 30
 
 
 def create_topic(
-    bootstrap: str, topic: str, partitions: int, config: Mapping[str, str] | None = None
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    config: Mapping[str, str] | None = None,
+    *,
+    replication_factor: int = 1,
 ) -> None:
-    new = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=dict(config or {}))
+    new = NewTopic(
+        topic, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {})
+    )
     client = admin(bootstrap)  # keep a reference: a collected client cancels its futures
     _wait(client.create_topics([new], operation_timeout=30), "create topic")
     # Under KRaft the metadata a client sees can lag CreateTopics' answer by a moment.
