@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
@@ -153,18 +154,52 @@ def _escaped(match: re.Match[str]) -> str:
 
 def _in_cli_words_json(text: bytes) -> bytes:
     """The JSON ``text`` with the advice in its strings in the CLI's words (a plan's notes). On the
-    text, not the body: one scan of the bytes where a walk of 100,000 rows would take its time."""
+    text, not the body: the strings holding a backquote are found by ``find`` (0.1 s for a plan of
+    100,000 partitions whose every row holds a note; a walk of the body, or a regular expression
+    over the text, took seconds), and each distinct one is translated once."""
     if b"`" not in text:
         return text
-    return _JSON_STRING.sub(_string_in_cli_words, text.decode("ascii")).encode("ascii")
+    source = text.decode("ascii")
+    pieces: list[str] = []
+    done = 0
+    at = source.find("`")
+    while at != -1:
+        start = _quote_before(source, at)
+        end = _quote_after(source, at)
+        pieces += [source[done:start], _json_string_in_cli_words(source[start : end + 1])]
+        done = end + 1
+        at = source.find("`", done)
+    pieces.append(source[done:])
+    return "".join(pieces).encode("ascii")
 
 
-_JSON_STRING = re.compile(r'"(?:[^"\\`]|\\.)*`(?:[^"\\]|\\.)*"')
+def _quote_before(source: str, at: int) -> int:
+    """The opening quote of the JSON string holding ``at`` (one no backslash escapes)."""
+    start = source.rfind('"', 0, at)
+    while _escaped_at(source, start):
+        start = source.rfind('"', 0, start)
+    return start
 
 
-def _string_in_cli_words(match: re.Match[str]) -> str:
-    said = in_cli_words(json.loads(match[0]))
-    return json.dumps(said)
+def _quote_after(source: str, at: int) -> int:
+    end = source.find('"', at)
+    while _escaped_at(source, end):
+        end = source.find('"', end + 1)
+    return end
+
+
+def _escaped_at(source: str, quote: int) -> bool:
+    """Whether the quote at ``quote`` is escaped: an odd number of backslashes before it."""
+    backslashes = 0
+    while source[quote - 1 - backslashes] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _json_string_in_cli_words(text: str) -> str:
+    # Cached: a plan of 100,000 partitions repeats one note 100,000 times.
+    return json.dumps(in_cli_words(json.loads(text)))
 
 
 def note(message: str) -> None:

@@ -76,6 +76,14 @@ def test_every_way_the_cli_prints_says_the_advice_in_flags(capsys: pytest.Captur
     render.emit_json({"notes": [advice, 'a "quoted" `sink`'], "other": "no `advice` here"})
     body = json.loads(capsys.readouterr().out)
     assert body == {"notes": [said, 'a "quoted" --sink'], "other": "no `advice` here"}
+    # escapes around the advice, in the strings and between them, survive
+    tricky = {"a": ['\\"`force=True`\\', '"`sink`"', "plain \\"], "`b`": "`backup_dir`", "c": 1}
+    render.emit_json(tricky)
+    assert json.loads(capsys.readouterr().out) == {
+        "a": ['\\"--force\\', '"--sink"', "plain \\"],
+        "`b`": "--backup-dir",
+        "c": 1,
+    }
 
 
 @pytest.mark.parametrize(
