@@ -74,8 +74,6 @@ LIST_OFFSETS_CHUNK = 500
 # librdkafka's RD_KAFKA_OFFSET_INVALID (confluent_kafka.OFFSET_INVALID): in a ListOffsets answer, no
 # offset at all (its partition's leader died under the request), never a position.
 OFFSET_INVALID = -1001
-# Answers after which the partition's leader is asked for again (its metadata refreshed first).
-LEADER_MOVED = frozenset({"LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION"})
 
 # {timestamp: {partition: first offset whose record is at least that new, None if none is}}
 FirstOffsets = dict[int, dict[TopicPartition, int | None]]
@@ -474,19 +472,19 @@ class KafkaAdmin:
             if not deadline.allows(attempt):
                 raise self._unavailable(pending, last_error) from last_error
             self._pause(attempt, "ListOffsets", last_error)
-            if error_code(last_error) in LEADER_MOVED:
-                self._refresh_leaders({tp.topic for tps in pending.values() for tp in tps}, deadline)
+            self._refresh_leaders({tp.topic for tps in pending.values() for tp in tps}, deadline)
         return answers, gone
 
     def _refresh_leaders(self, topics: set[str], deadline: Deadline) -> None:
-        """Ask for the topics' metadata: librdkafka keeps sending a partition's requests to the
-        leader it knows until its metadata is refreshed, and an answer without an error code (the
-        no-offset answer of a dead leader) does not refresh it."""
+        """Ask for the topics' metadata before asking again: librdkafka keeps sending a partition's
+        requests to the leader it knows until its metadata is refreshed, and neither an answer
+        without an error code (a dead leader's no offset) nor a request that timed out against a
+        dead broker refreshes it."""
         from confluent_kafka import KafkaException
 
         for topic in sorted(topics):
             with contextlib.suppress(KafkaException):
-                self.client.list_topics(topic, timeout=max(0.5, min(2.0, deadline.remaining())))
+                self.client.list_topics(topic, timeout=max(0.5, min(5.0, deadline.remaining())))
 
     def _list_offsets_once(
         self,
