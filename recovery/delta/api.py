@@ -35,24 +35,19 @@ from recovery.delta.source import plan_source_repair
 from recovery.errors import InvalidInput, LossBudgetExceeded, StateError
 
 
-def _restart(chk: Checkpoint) -> tuple[int, bool, int | None]:
-    """(batch Spark runs next, whether it re-runs a stored batch, the latest offsets batch)."""
-    state = chk.restart_state()
-    return state.batch_id, state.next_run is not NextRun.NEXT_BATCH, state.latest_offsets
-
-
 def delta_source_reads(chk: Checkpoint, tables: Mapping[str, str] | str) -> tuple[DeltaSourceRead, ...]:
     """The Delta source lines Spark reads on restart, with the table each source reads.
 
     ``tables`` maps source ids to table paths; a plain path names the table of the only Delta source
     (a checkpoint does not record a Delta source's path, only its table id).
     """
-    _, rerun, latest = _restart(chk)
+    state = chk.restart_state()
+    rerun, latest = state.next_run is not NextRun.NEXT_BATCH, state.latest_offsets
     if latest is None:
         return ()
     end_entry = chk.offsets(latest)
-    previous = chk.restart_state().previous  # N-1, or the batch before on disk (async progress tracking)
-    start_entry = chk.offsets(previous) if previous is not None else None
+    # the batch before N as Spark reads it: N-1, or the one before on disk (async progress tracking)
+    start_entry = chk.offsets(state.previous) if state.previous is not None else None
     delta = [s for s in end_entry.sources if s.kind is SourceKind.DELTA and s.delta is not None]
     if isinstance(tables, str):
         if len(delta) != 1:
@@ -112,7 +107,7 @@ def _plan(
     # A checkpoint Spark cannot restart from is still judged (what its offsets need), and the reason
     # reported with the findings; repair_delta_source refuses to write to it.
     problem = chk.restart_problem()
-    next_batch, _, _ = _restart(chk)
+    next_batch = chk.restart_state().batch_id
     reads = delta_source_reads(chk, tables)
     logs = {
         r.source_id: read_table_log(
