@@ -46,7 +46,7 @@ from recovery.core.results import PartitionLag, RepairResult, StartingOffsets, V
 from recovery.core.runway import apply_runway, wanted_positions
 from recovery.core.specs import check_timestamp_ms
 from recovery.core.strategy import StrategyRequest, resolve_strategy
-from recovery.delta.api import delta_source_issues
+from recovery.delta.api import DELTA_AT_RISK, delta_source_issues
 from recovery.delta.log import app_transaction_version
 from recovery.delta.model import SinkWarning
 from recovery.delta.sink import sink_warning
@@ -99,7 +99,8 @@ def validate_checkpoint(
 
     Delta sources of the same checkpoint are covered too
     (:func:`recovery.delta.api.delta_source_issues`): judged against ``delta_tables`` (source id ->
-    table path) and reported as issues, or, when not named, an error issue saying they were not
+    table path), with their runway against ``runway_warn_s`` (:mod:`recovery.delta.runway`), and
+    reported as issues, or, when not named, an error issue saying they were not
     checked (a checkpoint records a Delta table's id, not its path), so a mixed checkpoint is never
     called healthy on its Kafka sources alone.
 
@@ -112,13 +113,18 @@ def validate_checkpoint(
     chk = open_checkpoint(location, storage_options)
     view, issues = checkpoint_view(chk)
     refuse_without_kafka_source(chk, view)
-    if has_delta_source(chk):
-        issues = (*issues, *delta_source_issues(chk, delta_tables, storage_options=storage_options))
-    view = sink_facts(view, sink, storage_options)
     if runway_warn_s is not None and runway_warn_s <= 0:
         raise InvalidInput(
             f"runway_warn_s must be positive, not {runway_warn_s:g}s", parameter="runway_warn_s"
         )
+    delta_at_risk: tuple[str, ...] = ()
+    if has_delta_source(chk):
+        judged = delta_source_issues(
+            chk, delta_tables, storage_options=storage_options, runway_warn_s=runway_warn_s
+        )
+        issues = (*issues, *judged)
+        delta_at_risk = tuple(i.message for i in judged if i.message.startswith(DELTA_AT_RISK))
+    view = sink_facts(view, sink, storage_options)
     resumed = resolve_sink(view)
     reader = None
     if runway or runway_warn_s is not None:  # a threshold needs the runway
@@ -154,6 +160,7 @@ def validate_checkpoint(
         warning.message if warning else None,
         runway_at_ms=at_ms,
         runway_warn_s=runway_warn_s,
+        delta_at_risk=delta_at_risk,
     )
 
 

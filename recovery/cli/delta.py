@@ -21,6 +21,7 @@ from recovery.cli.options import (
     checkpoint_write_options,
     execute_option,
     output_option,
+    runway_warn_option,
     sink_option,
     stack,
     storage_option,
@@ -78,21 +79,34 @@ def delta_source() -> None:
 
 @delta_source.command(name="validate")
 @_common
+@runway_warn_option(
+    "Verdict AT_RISK (exit 1) for a source Spark resumes cleanly when the table's log cleanup or "
+    "VACUUM may remove what it still needs within DURATION (ISO-8601 PT6H, or 6h, 1h30m, 2d). "
+    "Default: no threshold; the RUNWAY column is shown anyway."
+)
 def validate_cmd(
     checkpoint: str,
     tables: Mapping[str, str] | str,
     sink: str | None,
     storage_options: dict[str, str],
     output: str,
+    runway_warn_s: float | None,
 ) -> None:
     """Check each Delta source's offset against what its table's _delta_log still holds.
 
-    Exit 1 when Spark would fail on restart or the sink would skip batches.
+    Exit 1 when Spark would fail on restart, the sink would skip batches, or (with --runway-warn)
+    a source is AT_RISK. RUNWAY: the time until log cleanup (delta.logRetentionDuration, from the
+    time of the first commit the restart lists) or VACUUM (delta.deletedFileRetentionDuration, from
+    the removal of a file the stream has still to read) may remove what the stream needs: a lower
+    bound (Delta Lake on Spark waits until the next UTC midnight after it; VACUUM runs when
+    someone runs it).
 
     Example: stream-recovery delta-source validate /chk/orders --table /tables/orders --sink /tables/out
     """
     with render.waiting("reading the checkpoint and the Delta logs"):
-        result = plan_delta_source(checkpoint, tables, sink=sink, storage_options=storage_options)
+        result = plan_delta_source(
+            checkpoint, tables, sink=sink, storage_options=storage_options, runway_warn_s=runway_warn_s
+        )
     if output == "json":
         render.emit_json(report.source_body(result))
     else:

@@ -30,6 +30,8 @@ class ValidationReport:
     sink_warning: str | None = None  # a Delta sink (``sink=``) that would skip batches of this query
     runway_at_ms: int | None = None  # when the findings' runways were judged (None: not looked up)
     runway_warn_s: float | None = None  # the AT_RISK threshold they were judged with (None: none)
+    # Delta sources whose table's cleanup may soon remove what they need (their warnings' text)
+    delta_at_risk: tuple[str, ...] = ()
 
     @property
     def needs_action(self) -> bool:
@@ -38,6 +40,7 @@ class ValidationReport:
             any(f.needs_action for f in self.findings)
             or any(i.level is Level.ERROR for i in self.issues)
             or self.sink_warning is not None
+            or bool(self.delta_at_risk)
         )
 
     @property

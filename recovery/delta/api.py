@@ -12,8 +12,10 @@ cases are in :mod:`recovery.delta.ledger`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 
 from recovery.checkpoint import Checkpoint, Issue, Level, checkpoint_lock, open_checkpoint
 from recovery.checkpoint.format import DeltaSourceOffset, SourceKind
@@ -21,18 +23,25 @@ from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.rewrite import apply_rewrite, plan_delta_rewrite
 from recovery.core.model import DEFAULT_ACTIVE_WITHIN_S, CheckpointFile
 from recovery.core.restart import NextRun
+from recovery.core.runway import format_duration_ms
 from recovery.delta.log import read_table_log
 from recovery.delta.model import (
+    DeltaFinding,
     DeltaPosition,
     DeltaSourceRead,
     DeltaSourceRepair,
     DeltaSourceResult,
     DeltaStrategy,
+    DeltaVerdict,
 )
+from recovery.delta.runway import delta_runway
 from recovery.delta.sink import judge_sink, refuse_sink_skip
 from recovery.delta.sink import sink_warning as sink_warning  # one of this family's use cases
 from recovery.delta.source import plan_source_repair
 from recovery.errors import InvalidInput, LossBudgetExceeded, StateError
+
+# How a Delta source AT_RISK starts its warning in ``validate``'s issues (its exit code counts them).
+DELTA_AT_RISK = "Delta source AT_RISK:"
 
 
 def delta_source_reads(chk: Checkpoint, tables: Mapping[str, str] | str) -> tuple[DeltaSourceRead, ...]:
@@ -89,10 +98,24 @@ def plan_delta_source(
     adopt_new_table: bool = False,
     storage_options: StorageOptions | None = None,
     table_options: Mapping[str, str] | None = None,
+    runway_warn_s: float | None = None,
 ) -> DeltaSourceResult:
-    """Validate a checkpoint's Delta sources against their tables and plan a repair (no writes)."""
+    """Validate a checkpoint's Delta sources against their tables and plan a repair (no writes).
+    Each source Spark resumes cleanly gets its runway (:mod:`recovery.delta.runway`): with
+    ``runway_warn_s``, one whose runway is shorter becomes AT_RISK."""
     chk = open_checkpoint(checkpoint, storage_options)
-    return _plan(chk, tables, strategy, sink, max_versions, adopt_new_table, table_options)
+    warn_ms = _warn_ms(runway_warn_s)
+    return _plan(chk, tables, strategy, sink, max_versions, adopt_new_table, table_options, warn_ms)
+
+
+def _warn_ms(runway_warn_s: float | None) -> int | None:
+    if runway_warn_s is None:
+        return None
+    if runway_warn_s <= 0:
+        raise InvalidInput(
+            f"runway_warn_s must be positive, not {runway_warn_s:g}s", parameter="runway_warn_s"
+        )
+    return int(runway_warn_s * 1000)
 
 
 def _plan(
@@ -103,6 +126,7 @@ def _plan(
     max_versions: int | None,
     adopt_new_table: bool,
     table_options: Mapping[str, str] | None,
+    warn_ms: int | None = None,
 ) -> DeltaSourceResult:
     # A checkpoint Spark cannot restart from is still judged (what its offsets need), and the reason
     # reported with the findings; repair_delta_source refuses to write to it.
@@ -111,7 +135,13 @@ def _plan(
     reads = delta_source_reads(chk, tables)
     logs = {
         r.source_id: read_table_log(
-            r.table, table_options, files_from=min(p.offset.reservoir_version for p in r.positions)
+            r.table,
+            table_options,
+            files_from=min(p.offset.reservoir_version for p in r.positions),
+            # the first commit listed on restart, and the resume version (the lag in time)
+            times_of={
+                v for p in r.positions for v in (p.offset.reservoir_version, p.offset.reservoir_version + 1)
+            },
         )
         for r in reads
     }
@@ -125,10 +155,18 @@ def _plan(
         max_versions=max_versions,
         adopt_new_table=adopt_new_table,
     )
+    # The runway is judged after the repair plan: an AT_RISK source needs starting, not moving.
+    now_ms = int(time.time() * 1000)
+    by_id = {r.source_id: r for r in reads}
+    judged = tuple(
+        delta_runway(f, by_id[f.source_id], logs[f.source_id], now_ms=now_ms, warn_ms=warn_ms)
+        for f in plan.findings
+    )
+    plan = replace(plan, findings=judged)
     warning = None
     if sink is not None:
         warning = judge_sink(chk, sink, plan.files, table_options, strict=False)
-    return DeltaSourceResult(plan, warning, restart_problem=problem)
+    return DeltaSourceResult(plan, warning, restart_problem=problem, runway_at_ms=now_ms)
 
 
 def repair_delta_source(
@@ -198,12 +236,14 @@ def delta_source_issues(
     *,
     storage_options: StorageOptions | None = None,
     table_options: Mapping[str, str] | None = None,
+    runway_warn_s: float | None = None,
 ) -> tuple[Issue, ...]:
     """The Delta sources of a checkpoint that also has Kafka sources, as ``validate``'s issues, so
     one command covers every source: each source named in ``tables`` (source id -> table path) is
-    judged (an error per finding that needs action, naming Spark's condition and the repair
-    command); a Delta source not named is an error too: it was not checked, and "healthy" would
-    be a guess. No Delta source: nothing."""
+    judged (an error per finding that needs a repair, naming Spark's condition and the repair
+    command; a warning for one AT_RISK under ``runway_warn_s``, starting with
+    :data:`DELTA_AT_RISK`); a Delta source not named is an error too: it was not checked, and
+    "healthy" would be a guess. No Delta source: nothing."""
     chk = checkpoint if isinstance(checkpoint, Checkpoint) else open_checkpoint(checkpoint, storage_options)
     latest = chk.latest_offsets()
     ids = sorted(s.source_id for s in (latest.sources if latest else ()) if s.kind is SourceKind.DELTA)
@@ -223,10 +263,16 @@ def delta_source_issues(
             )
         )
     if named:
-        result = _plan(chk, named, DeltaStrategy.CLAMP, None, None, False, table_options)
+        result = _plan(
+            chk, named, DeltaStrategy.CLAMP, None, None, False, table_options, _warn_ms(runway_warn_s)
+        )
         for f in result.plan.findings:
+            runway = f"; {_runway_text(f)}" if f.runway is not None else ""
+            if f.verdict is DeltaVerdict.AT_RISK:
+                issues.append(Issue(Level.WARNING, f"{DELTA_AT_RISK} {f.source_id} ({f.table}): {f.detail}"))
+                continue
             if not f.needs_action:
-                issues.append(Issue(Level.INFO, f"Delta source {f.source_id} ({f.table}): OK"))
+                issues.append(Issue(Level.INFO, f"Delta source {f.source_id} ({f.table}): OK{runway}"))
                 continue
             outcome = f"Spark fails with {f.spark_error}" if f.spark_error else "Spark skips versions"
             repair = f"repair_delta_source({chk.location!r}, tables={ {f.source_id: f.table}!r})"
@@ -238,3 +284,12 @@ def delta_source_issues(
                 )
             )
     return tuple(issues)
+
+
+def _runway_text(f: DeltaFinding) -> str:
+    """``runway 29d23h (delta.logRetentionDuration=30d: ...)``, or the reason alone when unlimited."""
+    assert f.runway is not None
+    if f.runway.earliest_delete_ms is None:
+        return f.runway.reason
+    left = f.runway.left_ms(int(time.time() * 1000)) or 0
+    return f"runway {format_duration_ms(left) if left > 0 else 'due'} ({f.runway.reason})"

@@ -19,15 +19,16 @@ import importlib
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote, urlparse
 
 from recovery.checkpoint.store import Store
 from recovery.core.model import JsonObject
-from recovery.delta.model import TableLog, VersionFiles
+from recovery.delta.model import Retention, TableLog, VersionFiles
+from recovery.delta.runway import parse_interval_ms
 from recovery.errors import DeltaError, DeltaNotInstalled, DeltaTableNotFound, InvalidInput, RecoveryError
 
 # What the ``delta`` extra installs (pyproject.toml), by top-level module.
@@ -159,12 +160,19 @@ def _data_path(store: Store, path: str) -> tuple[Store, str]:
     return store, unquote(path)
 
 
-def _version_files(store: Store, version: int) -> VersionFiles:
+class _Commit(NamedTuple):
+    """What one commit adds (dataChange, with whether each is still in storage) and removes."""
+
+    added: dict[str, bool]  # path -> still in storage
+    removed: dict[str, int]  # path -> deletionTimestamp (0: none given)
+
+
+def _read_commit(store: Store, version: int) -> _Commit:
     rel = f"{LOG_DIR}/{version:020d}.json"
     data = store.read(rel)
+    commit = _Commit({}, {})
     if data is None:
-        return VersionFiles(0, 0)
-    added = missing = 0
+        return commit
     for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -172,14 +180,68 @@ def _version_files(store: Store, version: int) -> VersionFiles:
             action: JsonObject = json.loads(line)
         except ValueError as exc:
             raise DeltaError(f"{store.display(rel)}: line {number} is not JSON ({exc})") from None
+        remove = action.get("remove")
+        if isinstance(remove, dict) and "path" in remove:
+            stamp = remove.get("deletionTimestamp")
+            commit.removed[str(remove["path"])] = int(stamp) if isinstance(stamp, int) else 0
+            continue
         add = action.get("add")
         if not isinstance(add, dict) or not add.get("dataChange", True):
             continue
-        added += 1
         where, file = _data_path(store, str(add["path"]))
-        if not where.exists(file):
-            missing += 1
-    return VersionFiles(added, missing)
+        commit.added[str(add["path"])] = where.exists(file)
+    return commit
+
+
+def _version_files(store: Store, versions: Iterable[int]) -> dict[int, VersionFiles]:
+    """Each commit's added files, how many are gone (VACUUM), and when the first of them that a
+    later commit of ``versions`` removed was removed (a tombstone VACUUM will act on)."""
+    commits = {v: _read_commit(store, v) for v in sorted(versions)}
+    removed_at: dict[str, int] = {}
+    out: dict[int, VersionFiles] = {}
+    for v in sorted(commits, reverse=True):  # newest first: removes of later versions are known
+        commit = commits[v]
+        stamps = [removed_at[p] for p in commit.added if p in removed_at]
+        out[v] = VersionFiles(
+            len(commit.added),
+            sum(1 for present in commit.added.values() if not present),
+            min(stamps) if stamps else None,
+        )
+        removed_at.update(commit.removed)
+    return out
+
+
+def _retention(configuration: Mapping[str, str]) -> Retention:
+    """The table's cleanup settings from its properties (Delta's defaults when not set)."""
+
+    def interval(key: str, default: int) -> int | str:
+        text = configuration.get(key)
+        if text is None:
+            return default
+        try:
+            return parse_interval_ms(text)
+        except ValueError as exc:
+            return str(exc)
+
+    defaults = Retention()
+    cleanup = str(configuration.get("delta.enableExpiredLogCleanup", "true")).strip().lower() != "false"
+    return Retention(
+        interval("delta.logRetentionDuration", int(defaults.log_ms)),
+        interval("delta.deletedFileRetentionDuration", int(defaults.deleted_file_ms)),
+        cleanup,
+    )
+
+
+def _last_vacuum_ms(dt: deltalake.DeltaTable, table: str) -> int | None:
+    """The time of the latest VACUUM in the table's last 100 commits (None: none there)."""
+    with delta_errors(table):
+        history = dt.history(limit=100)
+    stamps = [
+        int(entry["timestamp"])
+        for entry in history
+        if str(entry.get("operation", "")).startswith("VACUUM") and isinstance(entry.get("timestamp"), int)
+    ]
+    return max(stamps) if stamps else None
 
 
 def read_table_log(
@@ -187,20 +249,38 @@ def read_table_log(
     storage_options: Mapping[str, str] | None = None,
     *,
     files_from: int | None = None,
+    times_of: Iterable[int] = (),
 ) -> TableLog:
-    """What ``table``'s log holds now; with ``files_from``, also the data files each commit from
-    that version on adds, and how many of them are gone from storage (VACUUM).
+    """What ``table``'s log holds now and its cleanup settings; with ``files_from``, also the data
+    files each commit from that version on adds, how many of them are gone from storage (VACUUM),
+    which a later commit removed and when, and the time of the last VACUUM; ``times_of``: the
+    commits whose file times to read (log cleanup goes by them), with the version a snapshot of each
+    is rebuilt from.
 
     Example: ``read_table_log("/data/orders").earliest_change``
     """
     dt = open_table(table, storage_options)
     with delta_errors(table):
-        identity, latest = str(dt.metadata().id), int(dt.version())
+        metadata = dt.metadata()
+        identity, latest = str(metadata.id), int(dt.version())
+        configuration = dict(metadata.configuration or {})
     store = Store(table, storage_options)
     commits, checkpoints = _log_listing(store)
     files: dict[int, VersionFiles] = {}
+    last_vacuum = None
     if files_from is not None:
-        files = {v: _version_files(store, v) for v in commits if files_from <= v <= latest}
+        files = _version_files(store, (v for v in commits if files_from <= v <= latest))
+        if any(f.removed_ms is not None for f in files.values()):
+            last_vacuum = _last_vacuum_ms(dt, table)
+    present = set(commits)
+    wanted = set(times_of)
+    # and the version each snapshot of them is rebuilt from (its checkpoint's commit, or 0)
+    wanted |= {max((c for c in checkpoints if c <= v), default=0) for v in wanted}
+    times = {
+        v: ms
+        for v in wanted
+        if v in present and (ms := store.modified_ms(f"{LOG_DIR}/{v:020d}.json")) is not None
+    }
     return TableLog(
         table=table,
         table_id=identity,
@@ -208,4 +288,7 @@ def read_table_log(
         commits=tuple(v for v in commits if v <= latest),
         checkpoints=tuple(c for c in checkpoints if c <= latest),
         files=files,
+        retention=_retention(configuration),
+        commit_ms=times,
+        last_vacuum_ms=last_vacuum,
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recovery.checkpoint.format import DeltaSourceOffset
-from recovery.core.model import CheckpointFile
+from recovery.core.model import CheckpointFile, Runway
 from recovery.errors import ExitCode
 
 # Error conditions Delta (delta-spark 4.4.0 on Spark 4.2.0) raises on restart, all observed on the
@@ -30,6 +30,19 @@ class VersionFiles:
 
     added: int
     missing: int = 0  # of those, files no longer in storage (VACUUM)
+    # Of those, the earliest ``deletionTimestamp`` of one removed by a later commit (None: none is):
+    # VACUUM may delete it once that is older than ``delta.deletedFileRetentionDuration``.
+    removed_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Retention:
+    """A table's cleanup settings (table properties, Delta's defaults when not set), each in ms or,
+    when a property cannot be read, why."""
+
+    log_ms: int | str = 30 * 86_400_000  # delta.logRetentionDuration
+    deleted_file_ms: int | str = 7 * 86_400_000  # delta.deletedFileRetentionDuration
+    log_cleanup: bool = True  # delta.enableExpiredLogCleanup
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,10 @@ class TableLog:
     commits: tuple[int, ...]
     checkpoints: tuple[int, ...] = ()
     files: Mapping[int, VersionFiles] = field(default_factory=dict)
+    retention: Retention = field(default_factory=Retention)
+    # For the commits asked about: when each ``<v>.json`` was written (ms; log cleanup goes by it)
+    commit_ms: Mapping[int, int] = field(default_factory=dict)
+    last_vacuum_ms: int | None = None  # the latest VACUUM END (or START) in the table's history
 
     @property
     def earliest_change(self) -> int:
@@ -68,6 +85,11 @@ class TableLog:
         usable = [c for c in self.checkpoints if c >= start - 1 and c <= self.latest]
         return min(usable) if usable else self.latest
 
+    def snapshot_base(self, version: int) -> int:
+        """The version a snapshot of ``version`` is rebuilt from: its latest checkpoint at or before
+        it, else the first commit (every commit from there to ``version`` is read too)."""
+        return max((c for c in self.checkpoints if c <= version), default=0)
+
     def can_rebuild(self, version: int) -> bool:
         return self.earliest_snapshot <= version <= self.latest
 
@@ -86,6 +108,7 @@ class DeltaVerdict(StrEnum):
     FILES_GONE = "FILES_GONE"  # data files of versions still to read were removed by VACUUM
     TABLE_RECREATED = "TABLE_RECREATED"  # reservoirId differs from the table's id
     BEYOND_LATEST = "BEYOND_LATEST"  # position past the table's next version: the log was truncated
+    AT_RISK = "AT_RISK"  # restarts cleanly, but log cleanup or VACUUM may remove what it still needs
 
 
 @dataclass(frozen=True)
@@ -143,11 +166,16 @@ class DeltaFinding:
     spark_error: str | None = None
     detail: str = ""
     lost_unknown: bool = False
+    runway: Runway | None = None  # until log cleanup or VACUUM may remove what it needs (None: not judged)
 
     @property
     def needs_action(self) -> bool:
         # BEYOND_LATEST: Spark runs, but versions written later up to the offset are never read.
-        return self.spark_error is not None or self.verdict is DeltaVerdict.BEYOND_LATEST
+        # AT_RISK: it runs if started in time.
+        return self.spark_error is not None or self.verdict in (
+            DeltaVerdict.BEYOND_LATEST,
+            DeltaVerdict.AT_RISK,
+        )
 
 
 class DeltaStrategy(StrEnum):
@@ -244,6 +272,7 @@ class DeltaSourceResult:
     sink_warning: SinkWarning | None = None
     backup_id: str | None = None  # the backup set of the originals, once the plan was applied
     restart_problem: str | None = None  # Spark cannot restart from the checkpoint whatever the offsets
+    runway_at_ms: int | None = None  # when the sources' runways were judged (None: not judged)
 
     @property
     def executed(self) -> bool:

@@ -61,7 +61,7 @@ def _first_commit(offset: DeltaSourceOffset) -> int:
     return offset.reservoir_version + 1 if offset.is_starting_version else offset.reservoir_version
 
 
-def _snapshots(read: DeltaSourceRead) -> list[tuple[DeltaPosition, int]]:
+def needed_snapshots(read: DeltaSourceRead) -> list[tuple[DeltaPosition, int]]:
     """The snapshots Spark rebuilds on restart: that of an initial-snapshot offset, and for a first
     batch (no offsets/N-1) the one before its end (DeltaSource.getBatch with no start loads
     ``reservoirVersion - 1`` "so that index in endOffset is still valid")."""
@@ -108,7 +108,7 @@ def assess_source(read: DeltaSourceRead, log: TableLog) -> DeltaFinding:
             detail=f"the checkpoint read table id {other[0]}, {log.table} now has id {log.table_id} "
             f"(deleted and re-created?): {unknown_loss(resume_from)}",
         )
-    gone_snapshots = [(p, v) for p, v in _snapshots(read) if not log.can_rebuild(v)]
+    gone_snapshots = [(p, v) for p, v in needed_snapshots(read) if not log.can_rebuild(v)]
     lost = max(0, min(earliest, latest + 1) - resume_commit)
     if gone_snapshots:
         p, version = gone_snapshots[0]
@@ -185,7 +185,7 @@ def _target(
         vacuumed = [v for v, f in log.files.items() if f.missing and v >= max(target, finding.resume_from)]
         target = max([target, *(v + 1 for v in vacuumed)])
     if read.start is None:
-        # A first batch's end (v, -1) makes Spark rebuild the snapshot of v - 1 (see _snapshots).
+        # A first batch's end (v, -1) makes Spark rebuild the snapshot of v - 1 (see needed_snapshots).
         target = max(target, log.earliest_snapshot + 1)
     return DeltaSourceOffset(1, log.table_id, target, BASE_INDEX, False)
 

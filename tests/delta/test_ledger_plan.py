@@ -231,6 +231,7 @@ def test_ledger_planning_and_rendering_do_no_io(module: str) -> None:
         "recovery.core.model",
         "recovery.errors",
         "recovery.core.plan",
+        "recovery.core.runway",
         "recovery.checkpoint.format",
         "recovery.delta.model",
         "recovery.delta.ledger_model",

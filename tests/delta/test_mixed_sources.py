@@ -86,7 +86,7 @@ def test_a_healthy_delta_source_beside_kafka_is_info_and_kafka_only_has_none(tmp
     chk = tmp_path / "chk"
     _mixed_checkpoint(chk, table_id, 5)  # the next version: nothing unread, nothing gone
     (ok,) = delta_source_issues(str(chk), {"1": str(table)})
-    assert (ok.level, ok.message) == (Level.INFO, f"Delta source 1 ({table}): OK")
+    assert (ok.level, ok.message) == (Level.INFO, f"Delta source 1 ({table}): OK; nothing unread")
 
     kafka_only = tmp_path / "k"
     (kafka_only / "offsets").mkdir(parents=True)

@@ -39,8 +39,9 @@ from collections.abc import Iterable
 from recovery.checkpoint.format import DeltaSourceOffset, delta_offset_json
 from recovery.cli.report.findings import MOVE_COLUMNS, VALIDATE_COLUMNS, finding_rows, move_rows
 from recovery.core.model import Finding, JsonObject
+from recovery.core.runway import format_duration_ms
 from recovery.delta.ledger_model import LedgerPlan, LedgerRepair, LedgerState
-from recovery.delta.model import DeltaSourceResult, unknown_loss
+from recovery.delta.model import DeltaFinding, DeltaSourceResult, DeltaVerdict, unknown_loss
 
 # -- delta-source ----------------------------------------------------------------------------------
 
@@ -53,6 +54,7 @@ SOURCE_FINDING_COLUMNS = (
     ("versions_lost", "LOST-VERSIONS"),
     ("files_missing", "MISSING-FILES"),
     ("on_restart", "SPARK-ON-RESTART"),
+    ("runway", "RUNWAY"),
 )
 # Versions as text ("7 (snapshot) index 4"): left-aligned, so not the numeric old/new keys.
 SOURCE_MOVE_COLUMNS = (("source", "SOURCE"), ("file", "FILE"), ("from", "FROM"), ("to", "TO"))
@@ -65,6 +67,7 @@ def _offset(value: DeltaSourceOffset) -> JsonObject:
 def source_body(result: DeltaSourceResult) -> JsonObject:
     """``delta-source validate|repair --output json``."""
     plan = result.plan
+    now_ms = result.runway_at_ms or 0
     return {
         "checkpoint": plan.checkpoint,
         "query_id": plan.query_id,
@@ -84,6 +87,7 @@ def source_body(result: DeltaSourceResult) -> JsonObject:
                 "files_missing": f.files_missing,
                 "spark_error": f.spark_error,
                 "detail": f.detail,
+                **_runway_keys(f, now_ms),
             }
             for f in plan.findings
         ],
@@ -114,6 +118,7 @@ def source_body(result: DeltaSourceResult) -> JsonObject:
 
 def source_finding_rows(result: DeltaSourceResult) -> list[JsonObject]:
     """``delta-source validate``'s table: one row per Delta source."""
+    now_ms = result.runway_at_ms or 0
     return [
         {
             "source": f.source_id,
@@ -123,10 +128,31 @@ def source_finding_rows(result: DeltaSourceResult) -> list[JsonObject]:
             "latest": f.latest,
             "versions_lost": f"unknown (from {f.resume_from})" if f.lost_unknown else f.versions_lost,
             "files_missing": f.files_missing,
-            "on_restart": f.spark_error or ("skips versions" if f.needs_action else "runs"),
+            "on_restart": f.spark_error
+            or ("skips versions" if f.needs_action and f.verdict is not DeltaVerdict.AT_RISK else "runs"),
+            "runway": _runway_cell(f, now_ms),
         }
         for f in result.plan.findings
     ]
+
+
+def _runway_keys(f: DeltaFinding, now_ms: int) -> JsonObject:
+    """``runway_s`` (null: no limit known), ``runway_reason``, ``oldest_unread_age_s``."""
+    runway = f.runway
+    left = runway.left_ms(now_ms) if runway else None
+    age = runway.age_ms(now_ms) if runway else None
+    return {
+        "runway_s": None if left is None else left / 1000,
+        "runway_reason": runway.reason if runway else None,
+        "oldest_unread_age_s": None if age is None else age / 1000,
+    }
+
+
+def _runway_cell(f: DeltaFinding, now_ms: int) -> str:
+    left = f.runway.left_ms(now_ms) if f.runway else None
+    if left is None:
+        return "-"
+    return format_duration_ms(left) if left > 0 else "due"
 
 
 def _version(offset: DeltaSourceOffset) -> str:

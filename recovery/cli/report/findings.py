@@ -208,6 +208,7 @@ def report_body(report: ValidationReport) -> JsonObject:
         "needs_action": report.needs_action,
         "sink_warning": report.sink_warning,
         "issues": [{"level": i.level.value, "message": i.message} for i in report.issues],
+        "delta_at_risk": list(report.delta_at_risk),
         "runway_warn_s": report.runway_warn_s,
         "runway_checked_at_ms": report.runway_at_ms,
         "partitions": finding_rows(report.findings, runway=True, now_ms=report.runway_at_ms),
@@ -229,7 +230,12 @@ def report_notes(report: ValidationReport, *, page: int = PAGE_ROWS) -> list[str
     if report.needs_repair:
         lines.append("action needed: see `stream-recovery repair`")
     elif report.needs_action:
-        lines.append("action needed: start the query before retention deletes what it has not read")
+        before = (
+            ["retention deletes what it has not read"] if report.at_risk or not report.delta_at_risk else []
+        )
+        if report.delta_at_risk:
+            before.append("the Delta table's cleanup removes what it still needs")
+        lines.append(f"action needed: start the query before {' and '.join(before)}")
     elif any("topic ids never recorded" in n for n in notes):
         lines.append("healthy as far as can be told (see the notes above)")
     else:
