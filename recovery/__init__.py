@@ -10,7 +10,8 @@
 Every use case the CLI runs is here: Kafka checkpoints (``validate_checkpoint``, ``repair_checkpoint``,
 ``starting_offsets``, ``prestart_gate``), checkpoint files (``inspect_checkpoint``, ``restore_backup``),
 Kafka (``offset_table``, ``read_to_end``, ``show_group``), Delta sources and offset ledgers
-(``repair_delta_source``, ``repair_ledger``, ``ledger_gate``) and fleets (``validate_fleet``).
+(``repair_delta_source``, ``repair_ledger``, ``ledger_gate``), fleets (``validate_fleet``) and
+retention holds (``hold_retention``, ``release_retention``).
 
 Names are loaded on first use (PEP 562), so ``import recovery`` and the CLI's start stay cheap.
 """
@@ -39,6 +40,7 @@ _EXPORTS = {
     "GateMode": "recovery.core.model",
     "GroupChange": "recovery.kafka.group_values",
     "GroupReport": "recovery.kafka.group_values",
+    "HoldPlan": "recovery.core.hold",
     "Interrupted": "recovery.checkpoint",
     "InvalidInput": "recovery.errors",
     "Isolation": "recovery.core.model",
@@ -54,6 +56,7 @@ _EXPORTS = {
     "Plan": "recovery.core.model",
     "Policy": "recovery.core.model",
     "ReadSummary": "recovery.kafka.values",
+    "ReleasePlan": "recovery.core.hold",
     "RecoverResult": "recovery.checkpoint",
     "RecoveryError": "recovery.errors",
     "RepairResult": "recovery.core.results",
@@ -72,6 +75,7 @@ _EXPORTS = {
     "checkpoint_lag": "recovery.api",
     "checkpoint_lock": "recovery.checkpoint",
     "group_offsets": "recovery.kafka.groups",
+    "hold_retention": "recovery.hold",
     "incomplete_backups": "recovery.checkpoint",
     "inspect_backups": "recovery.checkpoint",
     "inspect_checkpoint": "recovery.checkpoint",
@@ -87,10 +91,12 @@ _EXPORTS = {
     "plan_repair": "recovery.api",
     "prepare_run": "recovery.delta.ingest",
     "prestart_gate": "recovery.gate",
+    "read_holds": "recovery.hold",
     "read_interrupted": "recovery.checkpoint",
     "read_to_end": "recovery.kafka.read",
     "recover_crashed_batch": "recovery.delta.ingest",
     "recover_interrupted": "recovery.checkpoint",
+    "release_retention": "recovery.hold",
     "repair_checkpoint": "recovery.api",
     "repair_delta_source": "recovery.delta.api",
     "repair_ledger": "recovery.delta.ledger",

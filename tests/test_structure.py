@@ -892,6 +892,7 @@ STORE_WRITERS = {
     "recovery/checkpoint/backup.py": "backup sets",
     "recovery/checkpoint/heartbeat.py": "the running query's heartbeat",
     "recovery/topic_ids.py": "_recovery/topic-ids.json when nothing else changes",
+    "recovery/hold.py": "_recovery/retention-hold.json: a topic's values before a retention hold",
 }
 
 

@@ -9,6 +9,7 @@ listing must tell them from the query's files) do not import the modules that wr
   (:mod:`recovery.checkpoint.intent`)
 * :data:`HEARTBEAT_FILE`   the running query's heartbeat (:mod:`recovery.checkpoint.heartbeat`)
 * :data:`BACKUPS_DIR`      the default directory of backup sets (:mod:`recovery.checkpoint.backup`)
+* :data:`HOLD_FILE`        the retention values a hold raised, to put back (:mod:`recovery.hold`)
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ INTENT_FILE = f"{RECOVERY_DIR}/intent.json"
 LAST_WRITE_FILE = f"{RECOVERY_DIR}/last-write.json"
 HEARTBEAT_FILE = f"{RECOVERY_DIR}/heartbeat.json"
 BACKUPS_DIR = f"{RECOVERY_DIR}/backups"
+HOLD_FILE = f"{RECOVERY_DIR}/retention-hold.json"
 
 # Never written by a restore nor named by a backup manifest: the toolkit's own records, the running
-# query's heartbeat, and ``lock``.
-TOOLKIT_PATHS = (BACKUPS_DIR, INTENT_FILE, f"{RECOVERY_DIR}/lock", HEARTBEAT_FILE, LAST_WRITE_FILE)
+# query's heartbeat, ``lock``, and a retention hold (what Kafka holds now, not the checkpoint's past).
+TOOLKIT_PATHS = (
+    BACKUPS_DIR,
+    INTENT_FILE,
+    f"{RECOVERY_DIR}/lock",
+    HEARTBEAT_FILE,
+    LAST_WRITE_FILE,
+    HOLD_FILE,
+)

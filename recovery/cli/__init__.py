@@ -71,6 +71,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "repair_cmd",
         "Plan (and with --execute, apply) new Kafka offsets for CHECKPOINT.",
     ),
+    "retention": (
+        "recovery.cli.retention",
+        "retention",
+        "Hold a topic's retention while a query is down (keep what it has not read), and put it back "
+        "once the query has caught up.",
+    ),
     "starting-offsets": (
         "recovery.cli.repair",
         "starting_offsets_cmd",

@@ -33,8 +33,13 @@ FLAGS: dict[str, str] = {
     "execute": "--execute",
     "force": "--force",
     "from_file": "--from-file",
+    "keep_s": "--keep",
     "kind": "--strategy",  # StrategyRequest.kind
+    "max_extra_bytes": "--max-extra-bytes",
+    "max_retention_s": "--max-retention",
+    "min_free_ratio": "--min-free-ratio",
     "no_match": "--no-match",
+    "now": "--now",
     "on_beyond_end": "--on-beyond-end",
     "overrides": "-X",  # KafkaConfig.from_options(overrides=...)
     "parallel": "--parallel",
@@ -49,10 +54,12 @@ FLAGS: dict[str, str] = {
     "to_datetime": "--to-datetime",
     "to_offset": "--to-offset",
     "topics": "--topic",
+    "why": "--why",
 }
 
 # The library's functions the advice may name -> the command that calls each.
 COMMANDS: dict[str, str] = {
+    "hold_retention": "stream-recovery retention hold",
     "inspect_checkpoint": "stream-recovery checkpoint show",
     "plan_delta_source": "stream-recovery delta-source validate",
     "plan_repair": "stream-recovery repair",
@@ -60,6 +67,7 @@ COMMANDS: dict[str, str] = {
     "repair_checkpoint": "stream-recovery repair",
     "repair_delta_source": "stream-recovery delta-source repair",
     "repair_ledger": "stream-recovery ledger repair",
+    "release_retention": "stream-recovery retention release",
     "restore_backup": "stream-recovery checkpoint restore",
     "starting_offsets": "stream-recovery starting-offsets",
     "validate_checkpoint": "stream-recovery validate",

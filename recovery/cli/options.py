@@ -384,7 +384,8 @@ def sink_option(help: str = "") -> Callable[[F], F]:
     )
 
 
-def _runway_warn(ctx: click.Context, param: click.Parameter, text: str | None) -> float | None:
+def _duration_s(ctx: click.Context, param: click.Parameter, text: str | None) -> float | None:
+    """A DURATION option's seconds (ISO-8601 or compact, as ``--runway-warn``)."""
     if text is None:
         return None
     try:
@@ -403,6 +404,15 @@ RUNWAY_WARN_HELP = (
 
 def runway_warn_option(help: str = RUNWAY_WARN_HELP) -> Callable[[F], F]:
     """``--runway-warn DURATION``: the command receives ``runway_warn_s: float | None``."""
+    return click.option("--runway-warn", "runway_warn_s", metavar="DURATION", callback=_duration_s, help=help)
+
+
+def duration_option(flag: str, dest: str, help: str, *, default: str | None = None) -> Callable[[F], F]:
+    """A ``DURATION`` option (PT6H, 6h, 1h30m, 2d): the command receives ``dest`` in seconds; with no
+    ``default`` it is required."""
+    # No default= at all when required: click takes an explicit None as a given value.
+    if default is None:
+        return click.option(flag, dest, metavar="DURATION", callback=_duration_s, help=help, required=True)
     return click.option(
-        "--runway-warn", "runway_warn_s", metavar="DURATION", callback=_runway_warn, help=help
+        flag, dest, metavar="DURATION", callback=_duration_s, help=help, default=default, show_default=True
     )

@@ -8,12 +8,14 @@
 * :mod:`~recovery.kafka.offsets`, :mod:`~recovery.kafka.cluster`, :mod:`~recovery.kafka.groups`,
   :mod:`~recovery.kafka.read`: what the library asks Kafka, by :class:`KafkaConfig`;
 * :mod:`~recovery.kafka.runway_facts`: what a retention runway needs (retention settings, the
-  timestamps at the positions); :mod:`~recovery.kafka.logdirs`: partition sizes (DescribeLogDirs);
+  timestamps at the positions); :mod:`~recovery.kafka.logdirs`: partition sizes and free space
+  (DescribeLogDirs); :mod:`~recovery.kafka.topic_config`: a topic's own values, read and changed
+  (a retention hold);
 * :mod:`~recovery.kafka.read_helper`: the program of the helper processes a large read-to-end is
   shared with; ``_shared_read`` (private) holds what the reader and its helpers share;
 * ``_errors`` and ``_retry`` (private): error mapping and bounded retries.
 
-Only admin, groups and read import confluent_kafka, and they do it inside functions; the names
+Only admin, groups, read and topic_config import confluent_kafka, and they do it inside functions; the names
 below are imported on first use (``__getattr__``), so importing this package, or one of its
 modules such as ``recovery.kafka.config``, does not import the others and the CLI starts fast.
 

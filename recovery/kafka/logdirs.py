@@ -15,16 +15,18 @@ sizes are reported unknown, and the runway says why.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
+from recovery.core.hold import LogDir
 from recovery.core.model import TopicPartition
 from recovery.kafka._errors import scrub
 from recovery.kafka.config import KafkaConfig
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-__all__ = ["kafka_python_settings", "partition_sizes"]
+__all__ = ["LogDir", "kafka_python_settings", "log_dirs", "partition_sizes"]
 
 # librdkafka name -> kafka-python keyword.
 _SAME = {
@@ -74,10 +76,48 @@ def partition_sizes(
     wanted = sorted(set(partitions), key=lambda tp: (tp.topic, tp.partition))
     if not wanted:
         return {}
+    sizes = _describe_log_dirs(kafka, wanted, lambda answers: _largest(answers))
+    if isinstance(sizes, str):
+        return dict.fromkeys(wanted, sizes)
+    log.debug("DescribeLogDirs: %d of %d partition sizes", len(sizes), len(wanted))
+    return {tp: sizes.get(tp, "DescribeLogDirs: no broker reported this partition") for tp in wanted}
+
+
+def log_dirs(kafka: KafkaConfig, partitions: Iterable[TopicPartition]) -> tuple[LogDir, ...] | str:
+    """Every broker's online log directories with the sizes of the replicas of ``partitions`` they
+    hold (and their free space), or why they could not be read."""
+    wanted = sorted(set(partitions), key=lambda tp: (tp.topic, tp.partition))
+    return _describe_log_dirs(kafka, wanted, _dirs)
+
+
+def _dirs(answers: Iterable[Mapping[str, Any]]) -> tuple[LogDir, ...]:
+    dirs = []
+    for broker in answers:
+        for log_dir in broker.get("log_dirs", ()):
+            if log_dir.get("error_code", 0) != 0:
+                continue
+            total, usable = int(log_dir.get("total_bytes", -1)), int(log_dir.get("usable_bytes", -1))
+            dirs.append(
+                LogDir(
+                    int(broker.get("broker", -1)),
+                    str(log_dir.get("log_dir", "")),
+                    total if total >= 0 else None,
+                    usable if usable >= 0 else None,
+                    _sizes_in(log_dir),
+                )
+            )
+    return tuple(sorted(dirs, key=lambda d: (d.broker, d.path)))
+
+
+def _describe_log_dirs(
+    kafka: KafkaConfig, wanted: list[TopicPartition], read: Callable[[list[Mapping[str, Any]]], T]
+) -> T | str:
+    """What ``read`` makes of every broker's DescribeLogDirs answer for ``wanted`` (kafka-python's
+    dicts), or why there is none (an answer ``read`` cannot take included)."""
     timeout_ms = max(1000, int(kafka.timeout_s * 1000))
     settings = kafka_python_settings(kafka, timeout_ms)
     if isinstance(settings, str):
-        return dict.fromkeys(wanted, f"DescribeLogDirs not sent: the client cannot use {settings}")
+        return f"DescribeLogDirs not sent: the client cannot use {settings}"
     by_topic: dict[str, list[int]] = {}
     for tp in wanted:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -87,14 +127,12 @@ def partition_sizes(
 
         client = KafkaAdminClient(**settings)
         try:
-            sizes = _largest(client.describe_log_dirs(by_topic))
+            answers = list(client.describe_log_dirs(by_topic))
         finally:
             client.close()
+        return read(answers)
     except Exception as exc:  # kafka-python's KafkaError tree, socket/SSL errors, an answer we misread
-        reason = f"DescribeLogDirs failed: {scrub(f'{type(exc).__name__}: {exc}', kafka)}"
-        return dict.fromkeys(wanted, reason)
-    log.debug("DescribeLogDirs: %d of %d partition sizes", len(sizes), len(wanted))
-    return {tp: sizes.get(tp, "DescribeLogDirs: no broker reported this partition") for tp in wanted}
+        return f"DescribeLogDirs failed: {scrub(f'{type(exc).__name__}: {exc}', kafka)}"
 
 
 def _quiet_kafka_python() -> None:
@@ -117,10 +155,17 @@ def _largest(answers: Iterable[Mapping[str, Any]]) -> dict[TopicPartition, int]:
         for log_dir in broker.get("log_dirs", ()):
             if log_dir.get("error_code", 0) != 0:
                 continue  # an offline log dir: its replicas are not serving
-            for topic in log_dir.get("topics", ()):
-                for part in topic.get("partitions", ()):
-                    if part.get("is_future_key"):
-                        continue
-                    tp = TopicPartition(topic["name"], int(part["partition_index"]))
-                    sizes[tp] = max(sizes.get(tp, 0), int(part["partition_size"]))
+            for tp, size in _sizes_in(log_dir).items():
+                sizes[tp] = max(sizes.get(tp, 0), size)
+    return sizes
+
+
+def _sizes_in(log_dir: Mapping[str, Any]) -> dict[TopicPartition, int]:
+    """The sizes of the replicas one log directory holds (replicas being moved in are not counted)."""
+    sizes: dict[TopicPartition, int] = {}
+    for topic in log_dir.get("topics", ()):
+        for part in topic.get("partitions", ()):
+            if not part.get("is_future_key"):
+                tp = TopicPartition(topic["name"], int(part["partition_index"]))
+                sizes[tp] = int(part["partition_size"])
     return sizes

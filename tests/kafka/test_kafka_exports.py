@@ -46,6 +46,7 @@ def test_public_names_are_exported() -> None:
         "read_helper",
         "runway_facts",
         "selection",
+        "topic_config",
         "values",
     }
     plumbing = {"annotations", "importlib", "TYPE_CHECKING", "Any"}

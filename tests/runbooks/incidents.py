@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import ConfigResource, ConfigSource
 from pyspark.sql import SparkSession
 from streaming_job import NOW, Job, offsets
 from transcript import Session
@@ -333,9 +334,18 @@ def move_to_a_new_checkpoint(
     yield MoveIncident(job, values)
 
 
+def topic_retention_ms(bootstrap: str, topic: str) -> tuple[str, bool]:
+    """The topic's ``retention.ms`` as the broker describes it, and whether it is the topic's own."""
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    client = topics.admin(bootstrap)  # keep a reference: a collected client cancels its futures
+    entry = client.describe_configs([resource])[resource].result(timeout=30)["retention.ms"]
+    return entry.value, entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+
 def retention_runway(spark: SparkSession, bootstrap: str, root: Path, topic: str) -> Iterator[Incident]:
     """Nothing lost yet: a stopped query whose unread records retention (one day) may delete in
-    about four hours, as their CreateTime is 20 hours ago."""
+    about four hours, as their CreateTime is 20 hours ago. The page's step 2 holds the topic's
+    retention for the query as it was then (``save at-risk``), and puts it back after it ran."""
     day_ms, written = 86_400_000, NOW - 20 * 3_600_000
     topics.create_topic(bootstrap, topic, 3, {"retention.ms": str(day_ms)})
     topics.produce(bootstrap, topic, topics.keyed_records(300, partitions=3, timestamp_ms=written))
@@ -346,6 +356,9 @@ def retention_runway(spark: SparkSession, bootstrap: str, root: Path, topic: str
     incident = KafkaIncident(job, kafka_values(job, bootstrap, topic))
     yield incident
     assert incident.job.rows() == offsets(topic, {p: range(120) for p in range(3)})  # nothing lost
+    # the hold was released: the topic's own value is the one before it, and the record is gone
+    assert topic_retention_ms(bootstrap, topic) == (str(day_ms), True)
+    assert not (incident.checkpoint / "_recovery" / "retention-hold.json").exists()
 
 
 # Delta -> Delta (the delta-source page) -----------------------------------------------------------

@@ -252,6 +252,37 @@ def rig(argv: Argv) -> Case:
     return Case(argv, rig=True)
 
 
+def _held(w: World, topic: str = "orders", record: str | None = None) -> str:
+    """A stopped query's checkpoint (offset 10 in both partitions of ``topic``) with a retention
+    hold recorded that protects up to offset 20: the query has not caught up. ``record``: the
+    record's text instead (malformed, say)."""
+    root = Path(w.checkpoint(topic, partitions=2, batches=1))
+    held = {
+        "version": 1,
+        "topics": {
+            topic: {
+                "values": {"retention.ms": {"original": None, "held": "999999999999"}},
+                "protect_until": {"0": 20, "1": 20},
+                "held_at_ms": 1,
+                "by": "test",
+                "why": "test",
+            }
+        },
+    }
+    (root / "_recovery").mkdir(exist_ok=True)
+    (root / "_recovery/retention-hold.json").write_text(record or json.dumps(held))
+    return str(root)
+
+
+def _hold_raises(w: World) -> list[str]:
+    """A dry-run hold that would raise: records of 2023, kept 10 years, held 4,000 days more."""
+    assert w.new_topic is not None and w.produce is not None
+    topic = w.new_topic(2, config={"retention.ms": str(3650 * 86_400_000)})
+    w.produce(topic, 40, partitions=2, timestamp_ms=1_700_000_000_000)
+    chk = w.checkpoint(topic, partitions=2, batches=1)
+    return ["retention", "hold", chk, *w.kafka(), "--keep", "4000d", "--max-retention", "20000d"]
+
+
 def _restore_pending(w: World) -> list[str]:
     root, backup = w.with_backup()
     return ["checkpoint", "restore", root, "--backup", backup]
@@ -367,6 +398,18 @@ CASES: dict[str, dict[int, Case | str]] = {
         1: rig(lambda w: ["repair", *_rig_checkpoint(w, lost=True)]),
         2: Case(lambda w: ["repair", w.missing(), *NO_BROKER]),
         3: Case(lambda w: ["repair", w.checkpoint(), *NO_BROKER]),
+    },
+    "retention hold": {
+        0: rig(lambda w: ["retention", "hold", *_rig_checkpoint(w, lost=False), "--keep", "1d"]),
+        1: rig(_hold_raises),
+        2: Case(lambda w: ["retention", "hold", w.missing(), *NO_BROKER, "--keep", "1d"]),
+        3: Case(lambda w: ["retention", "hold", w.checkpoint(), *NO_BROKER, "--keep", "1d"]),
+    },
+    "retention release": {
+        0: Case(lambda w: ["retention", "release", w.checkpoint(), *NO_BROKER]),
+        1: rig(lambda w: ["retention", "release", _held(w, w.topic()), *w.kafka()]),
+        2: Case(lambda w: ["retention", "release", _held(w, record="{not json"), *NO_BROKER]),
+        3: Case(lambda w: ["retention", "release", _held(w), *NO_BROKER]),
     },
     "starting-offsets": {
         0: rig(
