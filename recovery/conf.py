@@ -81,6 +81,9 @@ class JobConf:
 
     ``storage_options`` may hold secrets (left out of ``repr``); ``storage_shown`` is printable.
     ``runway_warn_s``: a partition whose retention runway is shorter is AT_RISK (None: no threshold).
+    ``hold_s``: opted in to retention holds, keeping its unread records that long (``fleet hold``,
+    :func:`recovery.hold.hold_retention`; None: never held). ``delta_tables``: the table of each
+    Delta source the checkpoint reads (source id -> path), so its Delta sources are judged too.
     """
 
     name: str
@@ -91,6 +94,8 @@ class JobConf:
     gate: GateMode = GateMode.FAIL
     sink: str | None = None
     runway_warn_s: float | None = None
+    hold_s: float | None = None
+    delta_tables: Mapping[str, str] = field(default_factory=dict)
     storage_shown: StorageOptions = field(default_factory=dict)
     storage_options: StorageOptions = field(default_factory=dict, repr=False)
 
@@ -164,6 +169,8 @@ class _Job(BaseModel):
     sink: str | None = None
     gate: Annotated[GateMode, Field(strict=False)] = GateMode.FAIL
     runway_warn: RunwayDuration | None = None
+    hold: RunwayDuration | None = None
+    delta_tables: dict[str, str] = Field(default_factory=dict)
 
 
 class _File(BaseModel):
@@ -379,6 +386,8 @@ def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
         gate=raw.gate,
         sink=_location(file, raw.sink.strip()) if raw.sink is not None else None,
         runway_warn_s=raw.runway_warn,
+        hold_s=raw.hold,
+        delta_tables={k: _location(file, v.strip()) for k, v in raw.delta_tables.items()},
         storage_shown=shown,
         storage_options=options,
     )

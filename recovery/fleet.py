@@ -197,7 +197,7 @@ def validate_fleet(
     if parallel < 1:
         raise InvalidInput(f"parallel must be at least 1, not {parallel}", parameter="parallel")
     fleet = conf if isinstance(conf, FleetConf) else load_conf(conf)
-    chosen = _choose(fleet, jobs)
+    chosen = choose_jobs(fleet, jobs)
     clusters = sorted({job.cluster for job in chosen})
     pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="fleet")
     try:
@@ -214,7 +214,8 @@ def validate_fleet(
     return FleetReport(fleet.source, tuple(sorted(results, key=lambda r: r.name)))
 
 
-def _choose(fleet: FleetConf, names: Iterable[str] | None) -> list[JobConf]:
+def choose_jobs(fleet: FleetConf, names: Iterable[str] | None) -> list[JobConf]:
+    """The jobs named (all when None), in that order; ConfigError for a name the conf lacks."""
     if names is None:
         chosen = list(fleet.jobs.values())
     else:
@@ -266,6 +267,7 @@ def _validate(job: JobConf, cluster: ClusterConf, runway_warn_s: float | None) -
             storage_options=dict(job.storage_options),
             sink=job.sink,
             runway_warn_s=runway_warn_s,
+            delta_tables=dict(job.delta_tables) or None,
         )
     except RecoveryError as exc:
         log.info("job %s: %s", job.name, exc)

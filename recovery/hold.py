@@ -32,6 +32,9 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from recovery.api import validate_checkpoint
 from recovery.checkpoint import open_checkpoint
@@ -45,6 +48,7 @@ from recovery.core.hold import (
     RETENTION_BYTES,
     RETENTION_MS,
     HeldValue,
+    HoldAction,
     HoldLimits,
     HoldPlan,
     ReleaseAction,
@@ -140,36 +144,54 @@ def _limits(
 
 
 def _execute_hold(store: Store, kafka: KafkaConfig, plan: HoldPlan, why: str) -> HoldPlan:
-    """Record, then raise. A topic whose values now cannot be read is not changed (its original
-    could not be recorded); a topic the broker refused keeps its earlier record, if any."""
+    """Record, then raise. The values are read again first: one no longer below the plan's (raised
+    meanwhile, or -1: no limit) is left alone, so a hold never lowers anything. A topic whose values
+    cannot be read is not changed (its original could not be recorded); a topic the broker refused
+    keeps its earlier record, if any."""
     before = read_holds(store)
-    raising = {t.topic: t for t in plan.raising}
-    now = topic_values(kafka, raising, _NAMES)
-    errors: dict[str, str] = {t: f"not changed: {v}" for t, v in now.items() if isinstance(v, str)}
-    by = f"{getpass.getuser()}@{socket.gethostname()}"
-    records = dict(before)
-    for topic, hold in raising.items():
-        values = now.get(topic)
-        if isinstance(values, str) or values is None:
+    now = topic_values(kafka, [t.topic for t in plan.raising], _NAMES)
+    errors: dict[str, str] = {}
+    changes: dict[str, dict[str, str]] = {}
+    for hold in plan.raising:
+        values = now.get(hold.topic, "not answered")
+        if isinstance(values, str):
+            errors[hold.topic] = f"not changed: {values}"
             continue
-        earlier = before.get(topic)
-        held = {}
-        for name, value in hold.changes.items():
-            first = earlier.values.get(name) if earlier else None
-            original = first.original if first else (values[name].value if values[name].own else None)
-            held[name] = HeldValue(original, value)
-        if earlier:  # a value held earlier and not raised now stays held
-            held = {**earlier.values, **held}
+        missing = sorted(set(hold.changes) - set(values))
+        if missing:
+            errors[hold.topic] = f"not changed: DescribeConfigs did not answer {', '.join(missing)}"
+            continue
+        wanted = {n: v for n, v in hold.changes.items() if _below(values[n].value, v)}
+        if wanted:
+            changes[hold.topic] = wanted
+    records = dict(before)
+    by = f"{getpass.getuser()}@{socket.gethostname()}"
+    for hold in plan.raising:
+        if hold.topic not in changes:
+            continue
+        values = now[hold.topic]
+        assert not isinstance(values, str)
+        earlier = before.get(hold.topic)
+        held = dict(earlier.values) if earlier else {}  # a value held earlier and not raised now stays
+        for name, value in changes[hold.topic].items():
+            first = held.get(name)
+            if first is None:
+                held[name] = HeldValue(values[name].value if values[name].own else None, value)
+            else:  # the first hold's original stays; what it set is still ours
+                held[name] = HeldValue(first.original, value, (*first.earlier, first.held))
         protect = dict(hold.protect_until)
-        if earlier:
+        if earlier is None:
+            records[hold.topic] = TopicHoldRecord(
+                hold.topic, held, protect, plan.now_ms, by, why or hold.reason
+            )
+        else:  # who held it first, when and why stay (a new ``why`` is added)
             protect = {p: max(o, earlier.protect_until.get(p, o)) for p, o in protect.items()}
-        if earlier:  # who held it first, when and why stay (a new ``why`` is added)
             said = f"{earlier.why}; {why}" if why and why not in earlier.why else earlier.why
-            records[topic] = TopicHoldRecord(topic, held, protect, earlier.held_at_ms, earlier.by, said)
-        else:
-            records[topic] = TopicHoldRecord(topic, held, protect, plan.now_ms, by, why or hold.reason)
-    changes = {t: raising[t].changes for t in records if t in raising and t not in errors}
-    _write_holds(store, records)  # first: the record is the intent
+            records[hold.topic] = TopicHoldRecord(
+                hold.topic, held, protect, earlier.held_at_ms, earlier.by, said
+            )
+    if changes:
+        _write_holds(store, records)  # first: the record is the intent
     fault_point("IncrementalAlterConfigs")
     answers = alter_topic_values(kafka, changes)
     refused = {t: e for t, e in answers.items() if e is not None}
@@ -179,8 +201,24 @@ def _execute_hold(store: Store, kafka: KafkaConfig, plan: HoldPlan, why: str) ->
         kept = {t: r for t, r in records.items() if t not in definite}
         kept.update({t: before[t] for t in definite if t in before})
         _write_holds(store, kept)
-    topics = tuple(replace(t, error=errors[t.topic]) if t.topic in errors else t for t in plan.topics)
+    topics = tuple(
+        replace(t, error=errors[t.topic])
+        if t.topic in errors
+        else replace(t, action=HoldAction.ENOUGH, reason=f"raised meanwhile: {t.reason}")
+        if t.action is HoldAction.RAISE and t.topic not in changes
+        else t
+        for t in plan.topics
+    )
     return replace(plan, topics=topics, executed=True)
+
+
+def _below(current: str | None, new: str) -> bool:
+    """Whether the value in effect is lower than ``new`` (-1, no limit, is never lower)."""
+    try:
+        value = int(current) if current is not None else -1
+    except ValueError:
+        return False  # not a number: not ours to judge, and never lowered
+    return value != -1 and value < int(new)
 
 
 def release_retention(
@@ -260,29 +298,57 @@ def read_holds(
         return {}
     where = store.display(HOLD_FILE)
     try:
-        body = json.loads(data)
-        if body.get("version") != _VERSION:
-            raise CheckpointFormatError(f"{where}: version {body.get('version')!r} is not {_VERSION}")
-        return {
-            str(topic): TopicHoldRecord(
-                str(topic),
-                {
-                    str(name): HeldValue(
-                        None if v["original"] is None else str(v["original"]), str(v["held"])
-                    )
-                    for name, v in entry["values"].items()
-                },
-                {int(p): int(o) for p, o in entry["protect_until"].items()},
-                int(entry["held_at_ms"]),
-                str(entry["by"]),
-                str(entry["why"]),
-            )
-            for topic, entry in body["topics"].items()
-        }
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        body = _Record.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors(include_input=False, include_url=False)[0]
+        field = ".".join(str(part) for part in first["loc"]) or "the file"
         raise CheckpointFormatError(
-            f"{where}: the hold record is malformed ({type(exc).__name__}: {exc})"
+            f"{where}: the hold record is malformed: {field}: {first['msg']}"
         ) from None
+    except RecursionError:
+        raise CheckpointFormatError(f"{where}: the hold record is malformed: nested too deep") from None
+    if body.version != _VERSION:
+        raise CheckpointFormatError(f"{where}: version {body.version} is not {_VERSION}")
+    return {
+        topic: TopicHoldRecord(
+            topic,
+            {name: HeldValue(v.original, v.held, tuple(v.earlier)) for name, v in entry.values.items()},
+            {int(p): o for p, o in entry.protect_until.items()},
+            entry.held_at_ms,
+            entry.by,
+            entry.why,
+        )
+        for topic, entry in body.topics.items()
+    }
+
+
+# The record's format, read strictly (pydantic): a value of the wrong type is refused, never coerced
+# (a ``true`` offset, a ``null`` held value) into something a release would act on.
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+_Offset = Annotated[int, Field(ge=0)]
+_Partition = Annotated[str, Field(pattern=r"^[0-9]{1,9}$")]
+
+
+class _Held(BaseModel):
+    model_config = _STRICT
+    original: str | None
+    held: str
+    earlier: list[str] = Field(default_factory=list)
+
+
+class _Entry(BaseModel):
+    model_config = _STRICT
+    values: dict[str, _Held]
+    protect_until: dict[_Partition, _Offset]
+    held_at_ms: int
+    by: str
+    why: str
+
+
+class _Record(BaseModel):
+    model_config = _STRICT
+    version: int  # strict: ``true`` is not 1
+    topics: dict[str, _Entry]
 
 
 def _write_holds(store: Store, records: Mapping[str, TopicHoldRecord]) -> None:
@@ -294,7 +360,10 @@ def _write_holds(store: Store, records: Mapping[str, TopicHoldRecord]) -> None:
         "version": _VERSION,
         "topics": {
             r.topic: {
-                "values": {n: {"original": v.original, "held": v.held} for n, v in sorted(r.values.items())},
+                "values": {
+                    n: {"original": v.original, "held": v.held, "earlier": list(v.earlier)}
+                    for n, v in sorted(r.values.items())
+                },
                 "protect_until": {str(p): o for p, o in sorted(r.protect_until.items())},
                 "held_at_ms": r.held_at_ms,
                 "by": r.by,

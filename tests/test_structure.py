@@ -489,6 +489,8 @@ LAZY_OWN_IMPORTS: dict[tuple[str, str], str] = {
     # top of their command modules they would load pydantic for `conf --help`, `fleet --help`, ...
     ("recovery/cli/fleet.py", "recovery.conf"): "pydantic at import (conf/ models)",
     ("recovery/cli/fleet.py", "recovery.fleet"): "pydantic at import (through recovery.conf)",
+    ("recovery/cli/fleet.py", "recovery.fleet_hold"): "pydantic at import (through recovery.conf)",
+    ("recovery/cli/retention.py", "recovery.hold"): "pydantic at import (the hold record's format)",
     ("recovery/cli/ledger.py", "recovery.delta.ledger_conf"): "pydantic at import (the [ledger] conf)",
     ("recovery/cli/ledger.py", "recovery.delta.ledger_table"): "pydantic at import (ledger_conf)",
     ("recovery/cli/ledger.py", "recovery.delta.ledger"): "pydantic at import (ledger_conf)",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from recovery.cli import render
-from recovery.cli.options import output_option, runway_warn_option
+from recovery.cli.options import execute_option, output_option, runway_warn_option
 from recovery.cli.report import fleet as report
 
 if TYPE_CHECKING:
@@ -114,6 +114,72 @@ def validate_cmd(
             render.note(line)
     else:
         render.note(report.summary_line(result))
+    sys.exit(result.exit_code)
+
+
+_JOB_OPTION = click.option(
+    "--job",
+    "jobs",
+    multiple=True,
+    metavar="NAME",
+    help="Only this job (repeatable); default: every job in DIR.",
+)
+
+
+@fleet_group.command(name="hold")
+@click.argument("directory", metavar="DIR")
+@_JOB_OPTION
+@execute_option
+@output_option("table", "json")
+def hold_cmd(directory: str, jobs: tuple[str, ...], dry_run: bool, output: str) -> None:
+    """`retention hold` for every job in DIR that opted in with a `hold` key (its --keep).
+
+    One row per job and topic, as `retention hold` shows them (JSON: the same keys, and job).
+    Jobs run one after the other (two jobs reading one topic must not raise it at once); a job
+    without `hold` is SKIPPED; one that fails is reported with why, the others go on. Dry run by
+    default; --execute raises. Exit code: the most urgent of the jobs', as `fleet validate`.
+
+    Example: stream-recovery fleet hold conf/ --execute
+    """
+    from recovery.conf import load_conf
+    from recovery.fleet_hold import hold_fleet
+
+    with render.waiting("holding retention" if not dry_run else "planning the holds"):
+        result = hold_fleet(load_conf(directory), execute=not dry_run, jobs=jobs or None)
+    render.emit(report.fleet_hold_rows(result, output), output, report.FLEET_HOLD_COLUMNS)
+    for line in report.fleet_hold_notes(result):
+        render.note(line)
+    sys.exit(result.exit_code)
+
+
+@fleet_group.command(name="release")
+@click.argument("directory", metavar="DIR")
+@_JOB_OPTION
+@click.option(
+    "--now",
+    "now",
+    is_flag=True,
+    help="Put the values back even where a job has not read past the records its hold protects.",
+)
+@execute_option
+@output_option("table", "json")
+def release_cmd(directory: str, jobs: tuple[str, ...], now: bool, dry_run: bool, output: str) -> None:
+    """`retention release` for every job in DIR (a job without a hold recorded has nothing to do).
+
+    One row per job and held topic, as `retention release` shows them (JSON: the same keys, and
+    job). Dry run by default; --execute puts the values back. Exit code: the most urgent of the
+    jobs', as `fleet validate`.
+
+    Example: stream-recovery fleet release conf/ --execute
+    """
+    from recovery.conf import load_conf
+    from recovery.fleet_hold import release_fleet
+
+    with render.waiting("releasing the holds" if not dry_run else "checking the holds"):
+        result = release_fleet(load_conf(directory), execute=not dry_run, now=now, jobs=jobs or None)
+    render.emit(report.fleet_hold_rows(result, output), output, report.FLEET_RELEASE_COLUMNS)
+    for line in report.fleet_hold_notes(result):
+        render.note(line)
     sys.exit(result.exit_code)
 
 

@@ -18,7 +18,6 @@ from recovery.cli.report.hold import (
     release_rows,
 )
 from recovery.core.hold import DEFAULT_MIN_FREE_RATIO
-from recovery.hold import hold_retention, release_retention
 from recovery.kafka.config import KafkaConfig
 
 
@@ -102,6 +101,9 @@ def hold_cmd(
       stream-recovery retention hold /chk/orders -b kafka:9092 --keep 2d
       stream-recovery retention hold /chk/orders -b kafka:9092 --keep 2d --execute
     """
+    # Imported here: recovery.hold loads pydantic (the hold record's format), which --help must not.
+    from recovery.hold import hold_retention
+
     with render.waiting("planning the hold" if dry_run else "holding retention"):
         plan = hold_retention(
             checkpoint,
@@ -144,7 +146,9 @@ def release_cmd(
 
     A topic's values go back once the query has read past every record the hold protected (each
     partition's log end when it was held), or at once with --now. A value someone changed since
-    the hold is theirs: it is left as it is, and said (CHANGED). Dry run by default (exit 1 when
+    the hold is theirs: it is left as it is, and said (CHANGED). A value another query's hold
+    raised further since (a hold's values end 7 past a whole minute or MiB) waits for that hold's
+    release (KEEP, even with --now). Dry run by default (exit 1 when
     something would be put back, or a hold is kept); --execute puts them back and drops the
     topic from the record. Nothing recorded: exit 0.
 
@@ -157,6 +161,8 @@ def release_cmd(
     Example:
       stream-recovery retention release /chk/orders -b kafka:9092 --execute
     """
+    from recovery.hold import release_retention
+
     with render.waiting("checking the hold" if dry_run else "releasing the hold"):
         plan = release_retention(
             checkpoint, kafka, execute=not dry_run, now=now, storage_options=storage_options

@@ -37,6 +37,7 @@ from recovery.errors import ExitCode
 __all__ = [
     "DEFAULT_MAX_RETENTION_MS",
     "DEFAULT_MIN_FREE_RATIO",
+    "HOLD_MARK",
     "HeldValue",
     "HoldAction",
     "HoldLimits",
@@ -49,6 +50,7 @@ __all__ = [
     "TopicRelease",
     "decide_release",
     "plan_hold",
+    "set_by_a_hold",
     "write_rate",
 ]
 
@@ -60,6 +62,12 @@ DEFAULT_MAX_RETENTION_MS = 30 * 86_400_000
 DEFAULT_MIN_FREE_RATIO = 0.10
 _MINUTE = 60_000
 _MIB = 1024 * 1024
+# A value a hold sets is 7 past a whole minute (retention.ms) or a whole MiB (retention.bytes): the
+# release of another hold of the same topic (another query reads it) then tells "raised further by a
+# hold" from "changed by someone" (people set round numbers), and waits for that hold to end instead
+# of leaving the topic at its value for good.
+HOLD_MARK = 7
+_UNIT = {RETENTION_MS: _MINUTE, RETENTION_BYTES: _MIB}
 # Verdicts whose position is not where Spark goes on (recreated, truncated, gone, not read now).
 _NOT_HELD = frozenset(
     {
@@ -247,10 +255,12 @@ def _unread_from(
     f: Finding, stamps: Mapping[TopicPartition, RecordStamp | str]
 ) -> tuple[int, int | str] | None:
     """(first unread offset, its record's timestamp or why unknown) of a partition Spark will read
-    from, None when it has nothing unread or is not read (already lost: a hold cannot help)."""
+    from, None when it has nothing unread or its position says nothing of what Spark reads next."""
     if f.available is None:
         return None
-    if f.verdict is Verdict.NEW_PARTITION:  # Spark reads a new partition from its start
+    # A new partition is read from its start; so is one that lost records (after the repair, or
+    # with failOnDataLoss=false): what is left there is unread, and a hold keeps it.
+    if f.verdict in (Verdict.NEW_PARTITION, Verdict.BELOW_LOG_START):
         start = f.available.start
         stamp = stamps.get(f.tp)
     elif f.verdict in (Verdict.OK, Verdict.AT_RISK) and f.position is not None:
@@ -341,7 +351,7 @@ def _draft(
     if retention.retention_ms >= 0:
         needed = now_ms + limits.keep_ms - oldest
         if needed > retention.retention_ms:
-            new_ms = math.ceil(needed / _MINUTE) * _MINUTE
+            new_ms = math.ceil(needed / _MINUTE) * _MINUTE + HOLD_MARK
             reasons.append(f"the oldest unread record is {format_duration_ms(now_ms - oldest)} old")
     new_bytes = None
     if retention.retention_bytes >= 0:
@@ -360,7 +370,7 @@ def _draft(
             unread_bytes = _unread_bytes(unread[f.tp][0], f.available, size)
             needed_bytes = max(needed_bytes, unread_bytes + int(rate * limits.keep_ms))
         if needed_bytes > retention.retention_bytes:
-            new_bytes = math.ceil(needed_bytes / _MIB) * _MIB
+            new_bytes = math.ceil(needed_bytes / _MIB) * _MIB + HOLD_MARK
             reasons.append(f"~{_mib(needed_bytes)} unread or written within {keep}")
     if new_ms is None and new_bytes is None:
         shown = "no time limit" if runway is None else f"runway {format_duration_ms(runway)}"
@@ -369,7 +379,7 @@ def _draft(
         return judged(
             HoldAction.REFUSED,
             f"needs retention.ms={new_ms} ({format_duration_ms(new_ms)}), above the cap "
-            f"max_retention={format_duration_ms(limits.max_retention_ms)}",
+            f"`max_retention_s` ({format_duration_ms(limits.max_retention_ms)})",
             new_ms,
             new_bytes,
         )
@@ -430,8 +440,8 @@ def _within_disk(
             if before + n > limits.max_extra_bytes:
                 return _refused(
                     hold,
-                    f"would hold ~{_mib(before + n)} more on broker {broker}, above max_extra_bytes="
-                    f"{_mib(limits.max_extra_bytes)}",
+                    f"would hold ~{_mib(before + n)} more on broker {broker}, above `max_extra_bytes` "
+                    f"({_mib(limits.max_extra_bytes)})",
                 )
     for d in dirs:
         key = (d.broker, d.path)
@@ -444,7 +454,7 @@ def _within_disk(
             return _refused(
                 hold,
                 f"would leave broker {d.broker}'s {d.path} with ~{_mib(max(0, left))} free of "
-                f"{_mib(d.total_bytes)}, under the floor min_free_ratio={limits.min_free_ratio:g}",
+                f"{_mib(d.total_bytes)}, under the floor `min_free_ratio` ({limits.min_free_ratio:g})",
             )
     for key, n in extra.items():
         used[key] = used.get(key, 0) + n
@@ -453,6 +463,15 @@ def _within_disk(
 
 def _refused(hold: TopicHold, why: str) -> TopicHold:
     return replace(hold, action=HoldAction.REFUSED, reason=why, protect_until={})
+
+
+def set_by_a_hold(name: str, value: str | None) -> bool:
+    """Whether ``value`` of ``name`` carries a hold's mark (:data:`HOLD_MARK`)."""
+    unit = _UNIT.get(name)
+    try:
+        return unit is not None and value is not None and int(value) % unit == HOLD_MARK
+    except ValueError:
+        return False
 
 
 def _unread_bytes(start: int, log: OffsetRange, size: int) -> int:
@@ -479,10 +498,16 @@ def _tps(tps: Iterable[TopicPartition]) -> str:
 @dataclass(frozen=True)
 class HeldValue:
     """One value a hold set: what the topic had before (``original`` None: no value of its own, it
-    inherited the broker's) and what the hold set (``held``)."""
+    inherited the broker's), what the hold set (``held``), and what earlier holds from the same
+    checkpoint set before it (``earlier``: a later hold that was killed before its change, or whose
+    change timed out, leaves one of those in place, still ours)."""
 
     original: str | None
     held: str
+    earlier: tuple[str, ...] = ()
+
+    def ours(self, value: str | None) -> bool:
+        return value is not None and (value == self.held or value in self.earlier)
 
 
 @dataclass(frozen=True)
@@ -561,15 +586,37 @@ def decide_release(
                     record.topic,
                     ReleaseAction.KEEP,
                     f"the query has not read past the records the hold protects: partition {p} {where}, "
-                    f"below {end} ({len(behind)} of {len(record.protect_until)} partitions behind)",
+                    f"below {end} ({len(behind)} of {len(record.protect_until)} partitions behind; "
+                    "a query moved to a new checkpoint never will: `now=True`)",
+                )
+            )
+            continue
+        missing = sorted(set(record.values) - set(values))
+        if missing:
+            out.append(
+                TopicRelease(record.topic, ReleaseAction.UNKNOWN, f"{', '.join(missing)} not answered")
+            )
+            continue
+        further = [
+            f"{name}={value}"
+            for name, held in sorted(record.values.items())
+            if not held.ours(value := values[name][0]) and values[name][1] and set_by_a_hold(name, value)
+        ]
+        if further:  # put back after that hold, whatever ``now``: it protects another query's records
+            out.append(
+                TopicRelease(
+                    record.topic,
+                    ReleaseAction.KEEP,
+                    f"raised further by another retention hold since ({', '.join(further)}): "
+                    "this one goes back once that one is released",
                 )
             )
             continue
         changes: dict[str, str | None] = {}
         changed = []
         for name, held in sorted(record.values.items()):
-            value, own = values.get(name, (None, False))
-            mine = own and value == held.held
+            value, own = values[name]
+            mine = own and held.ours(value)
             if mine:
                 changes[name] = held.original
             elif (value if own else None) != held.original:

@@ -138,10 +138,9 @@ def _plan(
             r.table,
             table_options,
             files_from=min(p.offset.reservoir_version for p in r.positions),
-            # the first commit listed on restart, and the resume version (the lag in time)
-            times_of={
-                v for p in r.positions for v in (p.offset.reservoir_version, p.offset.reservoir_version + 1)
-            },
+            # the resume version (the lag in time), the first commit listed on restart, and the
+            # version before (a first batch rebuilds its snapshot)
+            times_of={p.offset.reservoir_version + d for p in r.positions for d in (-1, 0, 1)},
         )
         for r in reads
     }

@@ -76,7 +76,8 @@ def delta_runway(
         return finding
     resume = read.resume.offset
     oldest = log.commit_ms.get(resume.reservoir_version)
-    if finding.needed_from > log.latest:
+    snapshots = [version for _, version in needed_snapshots(read)]
+    if finding.needed_from > log.latest and not snapshots:
         return replace(finding, runway=Runway(None, None, "nothing unread"))
     limits: list[tuple[int, str]] = []
     reasons: list[str] = []
@@ -86,22 +87,23 @@ def delta_runway(
     elif isinstance(retention.log_ms, str):
         reasons.append(f"delta.logRetentionDuration not read: {retention.log_ms}")
     else:
-        # The oldest log file the restart reads: the first commit it lists, or where a snapshot it
-        # rebuilds starts (a checkpoint's version, or 0).
-        needs = [(finding.needed_from, "")]
-        for _, snapshot in needed_snapshots(read):
+        # Each log file the restart starts from: the first commit it lists, and where each snapshot
+        # it rebuilds starts (a checkpoint's version, or 0); a commit not written yet is nothing to lose.
+        needs = [(finding.needed_from, "")] if finding.needed_from <= log.latest else []
+        for snapshot in snapshots:
             base = log.snapshot_base(snapshot)
             said = "its snapshot" if base == snapshot else f"the snapshot of version {snapshot}"
             needs.append((base, f" (to rebuild {said})"))
-        version, why_snapshot = min(needs)
-        written = log.commit_ms.get(version)
-        if written is None:
-            reasons.append(f"the time of version {version}'s commit is not known")
-        else:
+        keep = format_duration_ms(retention.log_ms)
+        for version, why_snapshot in sorted(set(needs)):
+            written = log.commit_ms.get(version)
+            if written is None:  # said, never dropped silently: the bound is then incomplete
+                reasons.append(f"the time of version {version}'s commit is not known{why_snapshot}")
+                continue
             ago = format_duration_ms(now_ms - written)
             why = (
-                f"delta.logRetentionDuration={format_duration_ms(retention.log_ms)}: log cleanup may "
-                f"delete version {version}{why_snapshot}, committed {ago} ago"
+                f"delta.logRetentionDuration={keep}: log cleanup may delete version {version}"
+                f"{why_snapshot}, committed {ago} ago"
             )
             limits.append((written + retention.log_ms, why))
     removed = [
@@ -111,9 +113,7 @@ def delta_runway(
     ]
     if removed:
         removed_ms, version = min(removed)
-        if isinstance(retention.deleted_file_ms, str):
-            reasons.append(f"delta.deletedFileRetentionDuration not read: {retention.deleted_file_ms}")
-        else:
+        if isinstance(retention.deleted_file_ms, int):
             last = (
                 f"; last VACUUM {format_duration_ms(now_ms - log.last_vacuum_ms)} ago"
                 if log.last_vacuum_ms is not None
@@ -125,8 +125,22 @@ def delta_runway(
                 f"{format_duration_ms(now_ms - removed_ms)} ago{last}"
             )
             limits.append((removed_ms + retention.deleted_file_ms, why))
-    if resume.is_starting_version:
-        reasons.append("the files of the initial snapshot being read are not checked")
+    unread_files = resume.is_starting_version or any(
+        f.added for v, f in log.files.items() if v >= finding.resume_from
+    )
+    if unread_files and isinstance(retention.deleted_file_ms, str):
+        reasons.append(f"delta.deletedFileRetentionDuration not read: {retention.deleted_file_ms}")
+    elif unread_files and isinstance(retention.deleted_file_ms, int):
+        # A file still to read that is not removed yet can be, any time (OPTIMIZE, DELETE, an
+        # overwrite): VACUUM may then delete it once the retention has passed from then on.
+        keep = format_duration_ms(retention.deleted_file_ms)
+        limits.append(
+            (
+                now_ms + retention.deleted_file_ms,
+                f"delta.deletedFileRetentionDuration={keep}: a file still to read, if removed from now on "
+                "(OPTIMIZE, DELETE, an overwrite), may be deleted by VACUUM",
+            )
+        )
     if not limits:
         return replace(finding, runway=Runway(None, oldest, "; ".join(reasons) or "not deleted by cleanup"))
     earliest, why = min(limits)

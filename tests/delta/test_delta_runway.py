@@ -131,16 +131,16 @@ def test_vacuum_removes_a_file_still_to_read_only_once_its_runway_has_passed(tmp
 def test_the_cli_shows_the_runway_and_exits_1_when_at_risk(tmp_path: Path) -> None:
     table = tmp_path / "t"
     for i in range(3):
-        write_deltalake(str(table), pa.table({"id": [i]}), mode="append")  # Delta's defaults: 30 days
+        write_deltalake(str(table), pa.table({"id": [i]}), mode="append")  # Delta's defaults: 30 d, 7 d
     chk = delta_checkpoint(tmp_path / "chk", str(DeltaTable(str(table)).metadata().id), 1)
     runner = CliRunner()
 
     at_risk = runner.invoke(
-        cli, ["delta-source", "validate", chk, "--table", str(table), "--runway-warn", "31d"]
+        cli, ["delta-source", "validate", chk, "--table", str(table), "--runway-warn", "8d"]
     )
     healthy = runner.invoke(
         cli,
-        ["delta-source", "validate", chk, "--table", str(table), "--runway-warn", "29d", "--output", "json"],
+        ["delta-source", "validate", chk, "--table", str(table), "--runway-warn", "6d", "--output", "json"],
     )
 
     assert at_risk.exit_code == 1, at_risk.output
@@ -148,13 +148,15 @@ def test_the_cli_shows_the_runway_and_exits_1_when_at_risk(tmp_path: Path) -> No
     assert (
         header.split()[-1] == "RUNWAY"
         and row.split()[1] == "AT_RISK"
-        and row.split()[-1].startswith("29d23h")
+        and row.split()[-1].startswith(("7d", "6d23h"))
     )
     assert healthy.exit_code == 0, healthy.output
     (found,) = json.loads(healthy.stdout)["findings"]
-    assert found["verdict"] == "OK" and 29 * 86_400 < found["runway_s"] <= 30 * 86_400
+    # versions 1 and 2 are still to read: if an OPTIMIZE removed their files now, VACUUM could
+    # delete them in 7 days (log cleanup would take 30)
+    assert found["verdict"] == "OK" and 6 * 86_400 < found["runway_s"] <= 7 * 86_400
     assert found["runway_reason"].startswith(
-        "delta.logRetentionDuration=30d: log cleanup may delete version 0 (to rebuild its snapshot)"
+        "delta.deletedFileRetentionDuration=7d: a file still to read, if removed from now on"
     )
     assert 0 <= found["oldest_unread_age_s"] < 600
 

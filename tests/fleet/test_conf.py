@@ -137,8 +137,8 @@ BAD = [
     ),
     pytest.param(
         JOB + "checkpont = 'x'\n",
-        "job.orders.checkpont: unknown key (expected checkpoint, cluster, gate, isolation, runway_warn, "
-        "sink, storage_options, storage_options_env)",
+        "job.orders.checkpont: unknown key (expected checkpoint, cluster, delta_tables, gate, hold, "
+        "isolation, runway_warn, sink, storage_options, storage_options_env)",
         id="typo-in-job",
     ),
     pytest.param(
@@ -359,6 +359,8 @@ def test_conf_check_json(conf_dir: Path) -> None:
         "gate": "fail",
         "sink": None,
         "runway_warn_s": 21600.0,
+        "hold_s": None,
+        "delta_tables": {},
         "storage_options": {"secret": "$AWS_SECRET_ACCESS_KEY"},
         "file": str(conf_dir / "jobs.toml"),
     }
@@ -457,3 +459,22 @@ def test_a_bad_iso_runway_warn_names_the_key(conf_dir: Path) -> None:
     write(conf_dir, "jobs.toml", JOB + 'runway_warn = "PT"\n')
     with pytest.raises(ConfigError, match=r"jobs.toml: job.orders.runway_warn: expected a duration such as"):
         load_conf(conf_dir)
+
+
+def test_a_job_opts_in_to_holds_and_names_its_delta_tables(conf_dir: Path) -> None:
+    write(
+        conf_dir,
+        "a.toml",
+        CLUSTER + JOB + 'hold = "2d"\ndelta_tables = { "1" = "lake/orders", "2" = "s3://b/t" }\n',
+    )
+    job = load_conf(conf_dir, environ={}).jobs["orders"]
+    assert job.hold_s == 2 * 86_400
+    # a relative path is relative to the file, as checkpoint's
+    assert dict(job.delta_tables) == {"1": str(conf_dir / "lake/orders"), "2": "s3://b/t"}
+    assert load_conf(write(conf_dir, "a.toml", CLUSTER + JOB), environ={}).jobs["orders"].hold_s is None
+
+
+def test_a_bad_hold_names_the_file_and_key(conf_dir: Path) -> None:
+    write(conf_dir, "a.toml", CLUSTER + JOB + 'hold = "forever"\n')
+    with pytest.raises(ConfigError, match=r"a\.toml: job\.orders\.hold: expected a duration"):
+        load_conf(conf_dir, environ={})

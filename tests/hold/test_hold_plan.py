@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recovery.core.hold import (
+    HOLD_MARK,
     HeldValue,
     HoldAction,
     HoldLimits,
@@ -23,6 +24,7 @@ from recovery.core.hold import (
     TopicRelease,
     decide_release,
     plan_hold,
+    set_by_a_hold,
     write_rate,
 )
 from recovery.core.model import Finding, OffsetRange, Runway, TopicPartition, Verdict
@@ -88,26 +90,27 @@ def only(plan: HoldPlan) -> TopicHold:
 
 
 def minutes_up(ms: int) -> int:
-    return math.ceil(ms / MINUTE) * MINUTE
+    """What a hold sets for ``ms``: rounded up to a whole minute, plus the hold's mark."""
+    return math.ceil(ms / MINUTE) * MINUTE + HOLD_MARK
 
 
 # -- by time ----------------------------------------------------------------------------------------
 
 
 def test_a_topic_whose_oldest_unread_record_outlives_its_retention_is_raised_to_keep_it() -> None:
-    oldest = NOW - 2 * HOUR - 30 * SECOND - 1  # not a whole minute: the value is rounded up
+    oldest = NOW - 2 * HOUR - 30 * SECOND - 1  # not a whole minute: the value is rounded up, then marked
     f = unread(age=NOW - oldest)
 
     plan = hold([f], keep=2 * DAY)
 
     t = only(plan)
     assert t.action is HoldAction.RAISE
-    assert t.new_retention_ms == minutes_up(NOW + 2 * DAY - oldest) == 2 * DAY + 2 * HOUR + MINUTE
+    assert t.new_retention_ms == minutes_up(NOW + 2 * DAY - oldest) == 2 * DAY + 2 * HOUR + MINUTE + HOLD_MARK
     assert t.retention_ms == 3 * HOUR
     assert t.new_retention_bytes is None and t.retention_bytes == -1
     assert t.runway_ms == oldest + 3 * HOUR - NOW
     assert t.reason == "keep unread records 2d more (the oldest unread record is 2h old)"
-    assert t.changes == {"retention.ms": str(2 * DAY + 2 * HOUR + MINUTE)}
+    assert t.changes == {"retention.ms": str(2 * DAY + 2 * HOUR + MINUTE + HOLD_MARK)}
     assert t.protect_until == {0: 200}
     assert plan.raising == (t,)
     assert plan.keep_ms == 2 * DAY and plan.now_ms == NOW and plan.location == "/ckpt"
@@ -201,7 +204,7 @@ def test_the_oldest_unread_record_across_partitions_decides() -> None:
     t = only(hold(findings, keep=DAY))
 
     assert t.action is HoldAction.RAISE
-    assert t.new_retention_ms == DAY + 5 * HOUR
+    assert t.new_retention_ms == DAY + 5 * HOUR + HOLD_MARK
     assert t.runway_ms == -2 * HOUR  # partition 1's record is deletable already
     assert t.reason == "keep unread records 1d more (the oldest unread record is 5h old)"
     assert t.protect_until == {0: 200, 1: 200, 2: 300}
@@ -240,14 +243,15 @@ def test_a_size_limited_topic_is_raised_to_hold_the_unread_bytes_and_what_keep_a
 
     rate = size / (2 * DAY)
     unread_bytes = size * (4000 - 1000) // (4000 - 0)
-    expected = math.ceil((unread_bytes + int(rate * DAY)) / MIB) * MIB
+    expected = math.ceil((unread_bytes + int(rate * DAY)) / MIB) * MIB + HOLD_MARK
     assert t.action is HoldAction.RAISE
-    assert t.new_retention_bytes == expected == 2560 * MIB
+    assert t.new_retention_bytes == expected == 2560 * MIB + HOLD_MARK
     assert t.new_retention_ms is None
     assert t.reason == "keep unread records 1d more (~2.5 GiB unread or written within 1d)"
-    assert t.changes == {"retention.bytes": str(2560 * MIB)}
-    # what it writes during keep, up to the raised limit
-    assert t.extra_bytes == {1: 2560 * MIB - size}
+    assert t.changes == {"retention.bytes": str(2560 * MIB + HOLD_MARK)}
+    # what it writes during keep (~1 GiB), up to the raised limit: 512 MiB + 14
+    assert t.extra_bytes == {1: 2560 * MIB + HOLD_MARK - size}
+    assert t.extra_bytes == {1: 512 * MIB + 14}
 
 
 def test_a_size_limit_already_large_enough_is_left() -> None:
@@ -309,8 +313,10 @@ def test_a_retention_above_max_retention_is_refused() -> None:
     t = only(hold([unread(age=2 * HOUR)], keep=40 * DAY))
 
     assert t.action is HoldAction.REFUSED
-    assert t.new_retention_ms == 40 * DAY + 2 * HOUR
-    assert t.reason == (f"needs retention.ms={40 * DAY + 2 * HOUR} (40d2h), above the cap max_retention=30d")
+    assert t.new_retention_ms == 40 * DAY + 2 * HOUR + HOLD_MARK
+    assert t.reason == (
+        f"needs retention.ms={40 * DAY + 2 * HOUR + HOLD_MARK} (40d2h), above the cap `max_retention_s` (30d)"
+    )
     assert "max_retention" in t.reason
     assert t.protect_until == {}
 
@@ -321,7 +327,7 @@ def test_a_lower_max_retention_applies() -> None:
     t = only(hold([unread(age=2 * HOUR)], limits=limits))
 
     assert t.action is HoldAction.REFUSED
-    assert "max_retention=1d" in t.reason
+    assert "`max_retention_s` (1d)" in t.reason
 
 
 def test_a_hold_above_max_extra_bytes_on_a_broker_is_refused() -> None:
@@ -330,16 +336,17 @@ def test_a_hold_above_max_extra_bytes_on_a_broker_is_refused() -> None:
 
     t = only(hold([unread(age=2 * HOUR)], stamps=at_100_bytes_a_ms(T0), dirs=dirs, limits=limits))
 
-    # 100 bytes/ms over the added 2d2h - 3h = 47h: 16,920,000,000 bytes, ~15.8 GiB
+    # 100 bytes/ms over the added 2d2h + HOLD_MARK - 3h = 47h + 7 ms: 16,920,000,700 bytes, ~15.8 GiB
     assert t.action is HoldAction.REFUSED
-    assert t.reason == "would hold ~15.8 GiB more on broker 1, above max_extra_bytes=10.0 GiB"
-    assert t.extra_bytes == {1: 16_920_000_000}
+    assert t.reason == "would hold ~15.8 GiB more on broker 1, above `max_extra_bytes` (10.0 GiB)"
+    assert t.extra_bytes == {1: 100 * (47 * HOUR + HOLD_MARK)}
+    assert t.extra_bytes == {1: 16_920_000_700}
     assert t.protect_until == {}
 
 
 def test_a_hold_within_max_extra_bytes_is_raised() -> None:
     dirs = [LogDir(1, "/data", None, None, sizes={T0: SIZE_AT_100})]
-    limits = HoldLimits(keep_ms=2 * DAY, max_extra_bytes=16_920_000_000)
+    limits = HoldLimits(keep_ms=2 * DAY, max_extra_bytes=16_920_000_700)  # exactly its extra bytes
 
     t = only(hold([unread(age=2 * HOUR)], stamps=at_100_bytes_a_ms(T0), dirs=dirs, limits=limits))
 
@@ -362,8 +369,10 @@ def two_topics(alpha_age: int, beta_age: int, usable: int) -> HoldPlan:
 
 def test_when_the_disk_is_short_the_most_urgent_topic_is_held_and_the_other_refused() -> None:
     floor = 10 * GIB  # min_free_ratio 0.1 of 100 GiB
-    # beta: record 2h old, runway 1h, extra 100 * (1d2h - 3h); alpha: 1h old, runway 2h, 100 * (1d1h - 3h)
-    beta_extra, alpha_extra = 100 * (23 * HOUR), 100 * (22 * HOUR)
+    # beta: record 2h old, runway 1h, extra 100 * (1d2h + HOLD_MARK - 3h); alpha: 1h old, runway 2h,
+    # 100 * (1d1h + HOLD_MARK - 3h)
+    beta_extra, alpha_extra = 100 * (23 * HOUR + HOLD_MARK), 100 * (22 * HOUR + HOLD_MARK)
+    assert (beta_extra, alpha_extra) == (8_280_000_700, 7_920_000_700)
     usable = floor + max(alpha_extra, beta_extra) + GIB  # room for one of them, not both
 
     plan = two_topics(alpha_age=HOUR, beta_age=2 * HOUR, usable=usable)
@@ -374,7 +383,7 @@ def test_when_the_disk_is_short_the_most_urgent_topic_is_held_and_the_other_refu
     assert beta.extra_bytes == {1: beta_extra}
     assert alpha.action is HoldAction.REFUSED and alpha.runway_ms == 2 * HOUR
     assert alpha.reason.startswith("would leave broker 1's /data with ~")
-    assert alpha.reason.endswith("free of 100.0 GiB, under the floor min_free_ratio=0.1")
+    assert alpha.reason.endswith("free of 100.0 GiB, under the floor `min_free_ratio` (0.1)")
     assert plan.exit_code is ExitCode.ACTION_NEEDED
 
 
@@ -426,7 +435,7 @@ def test_log_directories_that_could_not_be_read_refuse_a_raise() -> None:
 
 
 def test_extra_bytes_are_each_replicas_writes_during_the_added_retention_summed_per_broker() -> None:
-    # rates that are not whole bytes a ms: each replica's extra has a fraction of 2/3, truncated
+    # rates that are not whole bytes a ms: each replica's extra has a fraction, truncated
     size0, size1 = 1_000_000_000, 400_000_000
     dirs = [
         LogDir(1, "/a", None, None, sizes={T0: size0}),
@@ -437,18 +446,18 @@ def test_extra_bytes_are_each_replicas_writes_during_the_added_retention_summed_
 
     t = only(hold(findings, keep=DAY, stamps=at_100_bytes_a_ms(T0, T1), dirs=dirs))
 
-    added = (DAY + 2 * HOUR) - 3 * HOUR
-    assert t.action is HoldAction.RAISE and t.new_retention_ms == DAY + 2 * HOUR
+    added = (DAY + 2 * HOUR + HOLD_MARK) - 3 * HOUR
+    assert t.action is HoldAction.RAISE and t.new_retention_ms == DAY + 2 * HOUR + HOLD_MARK
     # a partition's rate is its largest replica's size over its log start's age; truncated per replica
     per_replica0, per_replica1 = int(size0 / (3 * HOUR) * added), int(size1 / (3 * HOUR) * added)
-    assert (per_replica0, per_replica1) == (7_666_666_666, 3_066_666_666)
+    assert (per_replica0, per_replica1) == (7_666_667_314, 3_066_666_925)
     assert t.extra_bytes == {1: per_replica0 + per_replica1, 2: per_replica0}
-    assert t.extra_bytes == {1: 10_733_333_332, 2: 7_666_666_666}
+    assert t.extra_bytes == {1: 10_733_334_239, 2: 7_666_667_314}
 
 
 def test_extra_bytes_are_capped_by_the_size_limit() -> None:
-    # retention.ms=1h, record 2h old, keep 1d: raised to 1d2h, 1d1h more; by size, unread bytes plus
-    # a day's writes (8,748,000,000) fit the limit of 9,000,000,000, which stays
+    # retention.ms=1h, record 2h old, keep 1d: raised to 1d2h + HOLD_MARK, 1d1h + 7 ms more; by size,
+    # unread bytes plus a day's writes (8,748,000,000) fit the limit of 9,000,000,000, which stays
     findings = [unread(T0, age=2 * HOUR, retention_ms=HOUR, position=180, end=200)]
     dirs = [
         LogDir(1, "/data", None, None, sizes={T0: SIZE_AT_100}),
@@ -459,8 +468,9 @@ def test_extra_bytes_are_capped_by_the_size_limit() -> None:
     t = only(hold(findings, retention, keep=DAY, stamps=at_100_bytes_a_ms(T0), dirs=dirs))
 
     assert t.action is HoldAction.RAISE
-    assert t.new_retention_ms == DAY + 2 * HOUR and t.new_retention_bytes is None
-    # uncapped each replica would grow 100 * (1d1h) = 9,000,000,000: capped at the limit minus its size
+    assert t.new_retention_ms == DAY + 2 * HOUR + HOLD_MARK and t.new_retention_bytes is None
+    # uncapped each replica would grow 100 * (1d1h + HOLD_MARK) = 9,000,000,700: capped at the limit
+    # minus its size
     assert t.extra_bytes == {1: 9_000_000_000 - SIZE_AT_100, 2: 9_000_000_000 - 80_000_000}
 
 
@@ -477,20 +487,21 @@ def test_a_replica_of_a_partition_the_checkpoint_does_not_read_refuses_the_hold(
 # -- lost and new partitions ------------------------------------------------------------------------
 
 
-def test_partitions_that_already_lost_records_are_noted() -> None:
+def test_partitions_that_already_lost_records_are_noted_and_what_is_left_is_kept() -> None:
     below = Finding("0", T1, Verdict.BELOW_LOG_START, 10, None, OffsetRange(50, 200), records_lost=40)
     findings = [unread(T0, age=2 * HOUR, lost=3), below]
 
-    plan = hold(findings, keep=DAY)
+    plan = hold(findings, keep=DAY, stamps={T1: RecordStamp(50, NOW - 3 * HOUR)})
 
     assert plan.notes == (
         "orders [0], orders [1]: records are already lost; a hold keeps what is left, it cannot bring "
         "those back (`repair_checkpoint` counts them)",
     )
-    assert "already lost" in plan.notes[0]
     t = only(plan)
     assert t.action is HoldAction.RAISE
-    assert t.new_retention_ms == DAY + 2 * HOUR  # partition 1 is not read: it does not decide
+    # partition 1 is read from its log start (after the repair, or with failOnDataLoss=false): its
+    # oldest record, 3 h old, decides
+    assert t.new_retention_ms == DAY + 3 * HOUR + HOLD_MARK
     assert t.protect_until == {0: 200, 1: 200}
 
 
@@ -500,7 +511,7 @@ def test_a_new_partition_is_read_from_its_log_start_whose_record_decides() -> No
     t = only(hold(findings, keep=DAY, stamps={T1: RecordStamp(0, NOW - 5 * HOUR)}))
 
     assert t.action is HoldAction.RAISE
-    assert t.new_retention_ms == DAY + 5 * HOUR
+    assert t.new_retention_ms == DAY + 5 * HOUR + HOLD_MARK
     # partition 1's oldest record (5 h old, 3 h retention) may go at the next retention check
     assert t.runway_ms == -2 * HOUR
     assert t.protect_until == {0: 200, 1: 50}
@@ -587,7 +598,7 @@ def test_a_hold_is_kept_while_the_query_is_below_the_protected_offsets() -> None
     assert t.action is ReleaseAction.KEEP
     assert t.reason == (
         "the query has not read past the records the hold protects: partition 1 is at 250, below 300 "
-        "(1 of 2 partitions behind)"
+        "(1 of 2 partitions behind; a query moved to a new checkpoint never will: `now=True`)"
     )
     assert t.changes == {}
 
@@ -670,8 +681,10 @@ def test_values_already_back_to_the_original_are_restored(
     assert t.changes == {}
 
 
-def test_a_missing_value_reads_as_inherited() -> None:
-    assert release(record(original=None), {}).action is ReleaseAction.RESTORED
+def test_a_value_the_broker_did_not_answer_is_unknown_never_guessed() -> None:
+    t = release(record(original=None), {})
+
+    assert t.action is ReleaseAction.UNKNOWN and t.reason == "retention.ms not answered"
 
 
 def test_values_that_could_not_be_read_are_unknown() -> None:
@@ -689,6 +702,155 @@ def test_release_topics_come_sorted_by_name() -> None:
     plan = decide_release("/ckpt", records, {"zeta": {}, "alpha": {}}, {})
 
     assert [t.topic for t in plan.topics] == ["alpha", "zeta"]
+
+
+# -- the hold's mark, and two holds of one topic ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("retention.ms", str(DAY + 2 * HOUR + HOLD_MARK)),
+        ("retention.ms", str(MINUTE + HOLD_MARK)),
+        ("retention.bytes", str(2560 * MIB + HOLD_MARK)),
+        ("retention.bytes", str(MIB + HOLD_MARK)),
+    ],
+)
+def test_a_value_a_hold_set_carries_its_mark(name: str, value: str) -> None:
+    assert set_by_a_hold(name, value) is True
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("retention.ms", str(DAY + 2 * HOUR)),  # a round value: someone's
+        ("retention.ms", str(MINUTE + HOLD_MARK - 1)),
+        ("retention.ms", str(MINUTE + HOLD_MARK + 1)),
+        ("retention.ms", "999"),
+        ("retention.ms", "-1"),
+        ("retention.bytes", str(3 * GIB)),
+        ("retention.bytes", str(MIB + HOLD_MARK + 1)),
+        ("retention.ms", str(2560 * MIB + HOLD_MARK)),  # marked as bytes, not as a time
+        ("retention.bytes", str(3000 * MINUTE + HOLD_MARK)),  # marked as a time, not as bytes
+        ("retention.ms", "two days"),
+        ("retention.bytes", ""),
+        ("retention.ms", None),
+        ("retention.bytes", None),
+        ("segment.ms", str(MINUTE + HOLD_MARK)),  # not a value a hold sets
+        ("cleanup.policy", "7"),
+    ],
+)
+def test_any_other_value_does_not_carry_the_mark(name: str, value: str | None) -> None:
+    assert set_by_a_hold(name, value) is False
+
+
+X = str(3 * HOUR)  # the topic's own retention.ms before any hold: a round value, someone's
+HA = str(DAY + 2 * HOUR + HOLD_MARK)  # what hold A set
+HB = str(3 * DAY + HOLD_MARK)  # what hold B set later, above A's
+RAISED_FURTHER = (
+    "raised further by another retention hold since (retention.ms={}): "
+    "this one goes back once that one is released"
+)
+
+
+def held_ms(original: str | None, held: str) -> TopicHoldRecord:
+    return TopicHoldRecord(
+        "orders", {"retention.ms": HeldValue(original, held)}, {0: 200, 1: 300}, NOW - DAY, "ops", "outage"
+    )
+
+
+@pytest.mark.parametrize(
+    ("positions", "now"),
+    [
+        (CAUGHT_UP, False),
+        (CAUGHT_UP, True),
+        ({T0: 150, T1: 250}, True),  # behind, released now: still kept
+    ],
+)
+def test_a_value_raised_further_by_another_hold_keeps_this_one_even_now(
+    positions: dict[TopicPartition, int], now: bool
+) -> None:
+    plan = decide_release(
+        "/ckpt", [held_ms(X, HA)], {"orders": {"retention.ms": (HB, True)}}, positions, now=now
+    )
+
+    (t,) = plan.topics
+    assert t.action is ReleaseAction.KEEP
+    assert t.reason == RAISED_FURTHER.format(HB)
+    assert t.reason.startswith("raised further by another retention hold since (retention.ms=")
+    assert t.changes == {}
+    assert plan.exit_code is ExitCode.ACTION_NEEDED
+
+
+def test_a_size_raised_further_by_another_hold_keeps_the_whole_topic() -> None:
+    held_bytes, further_bytes = str(2 * GIB + HOLD_MARK), str(5 * GIB + HOLD_MARK)
+    rec = TopicHoldRecord(
+        "orders",
+        {"retention.ms": HeldValue(X, HA), "retention.bytes": HeldValue(None, held_bytes)},
+        {0: 200},
+        NOW - DAY,
+        "ops",
+        "outage",
+    )
+
+    t = release(rec, {"retention.ms": (HA, True), "retention.bytes": (further_bytes, True)})
+
+    assert t.action is ReleaseAction.KEEP
+    assert t.reason == (
+        f"raised further by another retention hold since (retention.bytes={further_bytes}): "
+        "this one goes back once that one is released"
+    )
+    assert t.changes == {}
+
+
+@pytest.mark.parametrize("now", [False, True])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ((str(7 * DAY), True), str(7 * DAY)),  # someone's round value
+        ((str(7 * DAY + 1), True), str(7 * DAY + 1)),
+        ((HB, False), "(default)"),  # a marked value the topic inherits is not a hold's
+    ],
+)
+def test_a_value_changed_since_without_the_mark_is_still_left(
+    value: tuple[str, bool], shown: str, now: bool
+) -> None:
+    t = release(held_ms(X, HA), {"retention.ms": value}, now=now)
+
+    assert t.action is ReleaseAction.CHANGED
+    assert t.reason == f"changed since the hold (retention.ms={shown}, the hold set {HA}): left as it is"
+    assert t.changes == {}
+
+
+def test_two_holds_of_one_topic_go_back_in_turn_when_the_first_placed_is_released_first() -> None:
+    hold_a = held_ms(X, HA)  # A raised X to HA
+    hold_b = held_ms(HA, HB)  # then B, for another query, raised HA to HB
+    assert not set_by_a_hold("retention.ms", X)
+    assert set_by_a_hold("retention.ms", HA) and set_by_a_hold("retention.ms", HB)
+
+    # A first, the topic at HB: B still protects its query's records, A waits for it
+    first = release(hold_a, {"retention.ms": (HB, True)})
+    assert first.action is ReleaseAction.KEEP
+    assert first.reason == RAISED_FURTHER.format(HB)
+    assert first.changes == {}
+
+    # B: the topic is at B's value, which goes back to what B found, A's
+    second = release(hold_b, {"retention.ms": (HB, True)})
+    assert second.action is ReleaseAction.RESTORE
+    assert second.changes == {"retention.ms": HA}
+    assert second.reason == f"put back retention.ms={HA}"
+
+    # A again, the topic back at A's value: the original goes back
+    third = release(hold_a, {"retention.ms": (HA, True)})
+    assert third.action is ReleaseAction.RESTORE
+    assert third.changes == {"retention.ms": X}
+    assert third.reason == f"put back retention.ms={X}"
+
+
+def test_two_holds_of_one_topic_released_last_placed_first_go_back_at_once() -> None:
+    # B first, then A: each finds its own value and puts back what it found
+    assert release(held_ms(HA, HB), {"retention.ms": (HB, True)}).changes == {"retention.ms": HA}
+    assert release(held_ms(X, HA), {"retention.ms": (HA, True)}).changes == {"retention.ms": X}
 
 
 def release_plan(*actions: ReleaseAction, executed: bool = False, error: str | None = None) -> ReleasePlan:
@@ -738,8 +900,8 @@ def test_a_raise_keeps_the_oldest_unread_record_keep_more_and_never_lowers(
         assert t.new_retention_ms is not None
         assert t.new_retention_ms >= needed
         assert t.new_retention_ms > retention_ms
-        assert t.new_retention_ms - needed < MINUTE
-        assert t.new_retention_ms % MINUTE == 0
+        assert t.new_retention_ms - needed < MINUTE + HOLD_MARK
+        assert t.new_retention_ms % MINUTE == HOLD_MARK
     else:
         assert t.new_retention_ms is None
         assert retention_ms >= needed

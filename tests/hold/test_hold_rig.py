@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from recovery.checkpoint.store import FAULT_AT_ENV, FAULT_LOG_ENV
 from recovery.cli import cli
-from recovery.core.hold import HoldAction, ReleaseAction
+from recovery.core.hold import HOLD_MARK, HoldAction, ReleaseAction
 from recovery.hold import hold_retention, read_holds, release_retention
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.topic_config import TopicValue, alter_topic_values, topic_values
@@ -158,7 +158,7 @@ def test_a_size_limited_topic_gets_retention_bytes_and_the_caps_refuse(
     (hold,) = plan.topics
     assert hold.action is HoldAction.RAISE and hold.new_retention_ms is None
     # ~1 MB unread + a day at ~1 MB per 10 minutes: ~145 MB, in whole MiB
-    assert hold.new_retention_bytes is not None and hold.new_retention_bytes % MIB == 0
+    assert hold.new_retention_bytes is not None and hold.new_retention_bytes % MIB == HOLD_MARK
     assert 130 * MIB < hold.new_retention_bytes < 160 * MIB, hold
     assert set(hold.extra_bytes) == {1} and 0 < hold.extra_bytes[1] <= hold.new_retention_bytes
 
@@ -185,7 +185,7 @@ def test_over_the_retention_cap_is_refused_in_one_line_of_reason(
         cli, ["retention", "hold", chk, "-b", bootstrap, "--keep", "40d", "--execute"]
     )
     assert result.exit_code == 1, result.output
-    assert "REFUSED" in result.stdout and "above the cap max_retention=30d" in result.stdout
+    assert "REFUSED" in result.stdout and "above the cap --max-retention (30d)" in result.stdout
     assert "% refused topics were not changed" in result.stderr
     assert values(bootstrap, topic)["retention.ms"].value == str(3 * HOUR_MS)
 
@@ -310,3 +310,94 @@ def test_size_retention_deletes_unread_records_only_without_a_hold(
     assert start == 0, "the hold did not keep the unread records"
     assert release_retention(chk, kafka, now=True, execute=True).exit_code == 0
     assert values(bootstrap, topic)["retention.bytes"] == TopicValue(str(limit), own=True)
+
+
+def test_two_queries_holding_one_topic_put_it_back_in_any_order(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """Two checkpoints read one topic and each holds it, the second further: released in the order
+    they were held, the first waits for the second (its value carries a hold's mark), and the topic
+    ends at its own original value, not at the first hold's."""
+    kafka = KafkaConfig(bootstrap)
+    topic = aged_topic(bootstrap, new_topic, {"retention.ms": str(3 * HOUR_MS)}, 2 * HOUR_MS)
+    first = checkpoint(tmp_path / "first", topic, [3, 10])
+    second = checkpoint(tmp_path / "second", topic, [0, 0])
+
+    assert hold_retention(first, kafka, keep_s=2 * DAY_S, execute=True).exit_code == 0
+    held_first = values(bootstrap, topic)["retention.ms"].value
+    assert hold_retention(second, kafka, keep_s=3 * DAY_S, execute=True).exit_code == 0
+    held_second = values(bootstrap, topic)["retention.ms"].value
+    assert read_holds(second)[topic].values["retention.ms"].original == held_first
+    assert int(held_second or 0) > int(held_first or 0)
+
+    waits = release_retention(first, kafka, now=True, execute=True)
+    assert waits.topics[0].action is ReleaseAction.KEEP and waits.exit_code == 1
+    assert "raised further by another retention hold" in waits.topics[0].reason
+    assert values(bootstrap, topic)["retention.ms"].value == held_second and read_holds(first)
+
+    assert release_retention(second, kafka, now=True, execute=True).exit_code == 0
+    assert values(bootstrap, topic)["retention.ms"].value == held_first
+    assert release_retention(first, kafka, now=True, execute=True).exit_code == 0
+    assert values(bootstrap, topic)["retention.ms"] == TopicValue(str(3 * HOUR_MS), own=True)
+    assert read_holds(first) == read_holds(second) == {}
+
+
+def test_fleet_hold_holds_only_the_jobs_that_opted_in_and_fleet_release_puts_them_back(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    held = aged_topic(bootstrap, new_topic, {"retention.ms": str(3 * HOUR_MS)}, 2 * HOUR_MS)
+    plain = aged_topic(bootstrap, new_topic, {"retention.ms": str(3 * HOUR_MS)}, 2 * HOUR_MS, "-plain")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "fleet.toml").write_text(
+        f'[cluster.main]\nbootstrap_servers = "{bootstrap}"\n\n'
+        f'[job.held]\ncluster = "main"\ncheckpoint = "{checkpoint(tmp_path / "a", held, [0, 0])}"\n'
+        'hold = "2d"\n\n'
+        f'[job.plain]\ncluster = "main"\ncheckpoint = "{checkpoint(tmp_path / "b", plain, [0, 0])}"\n'
+    )
+
+    planned = CliRunner().invoke(cli, ["fleet", "hold", str(conf)])
+    assert planned.exit_code == 1, planned.output  # a dry run with a raise pending
+    assert values(bootstrap, held)["retention.ms"].value == str(3 * HOUR_MS)
+
+    done = CliRunner().invoke(cli, ["fleet", "hold", str(conf), "--execute", "--output", "json"])
+    assert done.exit_code == 0, done.output
+    rows = {r["job"]: r for r in json.loads(done.stdout)}
+    assert rows["held"]["action"] == "RAISED" and rows["held"]["topic"] == held
+    assert rows["plain"]["action"] == "SKIPPED" and rows["plain"]["reason"] == "no hold key: not opted in"
+    assert "1 job(s) without a hold key: not held" in done.stderr
+    assert values(bootstrap, held)["retention.ms"].value == str(rows["held"]["new_retention_ms"])
+    assert values(bootstrap, plain)["retention.ms"].value == str(3 * HOUR_MS)
+
+    released = CliRunner().invoke(cli, ["fleet", "release", str(conf), "--now", "--execute"])
+    assert released.exit_code == 0, released.output
+    lines = [line.split() for line in released.stdout.splitlines()]
+    assert lines[0][:3] == ["JOB", "TOPIC", "ACTION"] and lines[1][:3] == ["held", held, "RESTORED"]
+    assert values(bootstrap, held)["retention.ms"] == TopicValue(str(3 * HOUR_MS), own=True)
+
+
+def test_a_hold_killed_before_its_change_is_undone_by_a_release_and_a_killed_second_hold_too(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """kill -9 after the record, before the change (the second of hold's two points), then a release
+    instead of a rerun: nothing is left raised. Then a first hold done and a second, further one
+    killed there: the release still knows the first one's value as its own and puts the original back."""
+    topic = aged_topic(bootstrap, new_topic, {"retention.ms": str(3 * HOUR_MS)}, 2 * HOUR_MS)
+    original = TopicValue(str(3 * HOUR_MS), own=True)
+    release = ["--now", "--execute"]
+
+    chk = checkpoint(tmp_path / "killed", topic, [0, 0])
+    assert _run(["retention", "hold", chk, "-b", bootstrap, "--keep", "2d", "--execute"], fault_at=2) == -9
+    assert read_holds(chk) and values(bootstrap, topic)["retention.ms"] == original
+    assert _run(["retention", "release", chk, "-b", bootstrap, *release]) == 0
+    assert values(bootstrap, topic)["retention.ms"] == original and read_holds(chk) == {}
+
+    chk = checkpoint(tmp_path / "second", topic, [0, 0])
+    assert _run(["retention", "hold", chk, "-b", bootstrap, "--keep", "2d", "--execute"]) == 0
+    first = values(bootstrap, topic)["retention.ms"].value
+    assert _run(["retention", "hold", chk, "-b", bootstrap, "--keep", "3d", "--execute"], fault_at=2) == -9
+    held = read_holds(chk)[topic].values["retention.ms"]
+    assert held.earlier == (first,) and held.held != first and held.original == original.value
+    assert values(bootstrap, topic)["retention.ms"].value == first  # the second never got there
+    assert _run(["retention", "release", chk, "-b", bootstrap, *release]) == 0
+    assert values(bootstrap, topic)["retention.ms"] == original and read_holds(chk) == {}

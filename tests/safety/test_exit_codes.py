@@ -129,14 +129,14 @@ class World:
             'config_kwargs={"retries":{"max_attempts":1},"connect_timeout":1}',
         ]
 
-    def conf_dir(self, cluster: str = "127.0.0.1:1", checkpoint: str | None = None) -> str:
+    def conf_dir(self, cluster: str = "127.0.0.1:1", checkpoint: str | None = None, extra: str = "") -> str:
         directory = self.path("conf")
         directory.mkdir()
         (directory / "clusters.toml").write_text(
             f'[cluster.main]\nbootstrap_servers = "{cluster}"\ntimeout = "2s"\n'
         )
         (directory / "jobs.toml").write_text(
-            f'[job.orders]\ncluster = "main"\ncheckpoint = "{checkpoint or self.checkpoint()}"\n'
+            f'[job.orders]\ncluster = "main"\ncheckpoint = "{checkpoint or self.checkpoint()}"\n{extra}'
         )
         return str(directory)
 
@@ -347,6 +347,18 @@ CASES: dict[str, dict[int, Case | str]] = {
         2: Case(lambda w: ["fleet", "validate", w.bad_conf_dir()]),
         3: Case(lambda w: ["fleet", "validate", w.conf_dir()]),
     },
+    "fleet hold": {
+        0: Case(lambda w: ["fleet", "hold", w.conf_dir()]),  # no job opted in: nothing to ask Kafka
+        1: rig(lambda w: ["fleet", "hold", _fleet_hold_refused(w)]),
+        2: Case(lambda w: ["fleet", "hold", w.bad_conf_dir()]),
+        3: Case(lambda w: ["fleet", "hold", w.conf_dir(extra='hold = "2d"\n')]),
+    },
+    "fleet release": {
+        0: Case(lambda w: ["fleet", "release", w.conf_dir()]),  # nothing recorded: nothing to ask Kafka
+        1: rig(lambda w: ["fleet", "release", w.conf_dir(w.bootstrap or "", _held(w, w.topic()))]),
+        2: Case(lambda w: ["fleet", "release", w.bad_conf_dir()]),
+        3: Case(lambda w: ["fleet", "release", w.conf_dir(checkpoint=_held(w))]),
+    },
     "group set": {
         0: rig(lambda w: _group_set(w, "--execute")),
         1: rig(lambda w: _group_set(w)),
@@ -464,6 +476,13 @@ def _fleet(w: World, *, lost: bool) -> str:
     assert w.bootstrap is not None
     topic = w.topic(lost_to=15 if lost else None)
     return w.conf_dir(w.bootstrap, w.checkpoint(topic, partitions=2, batches=1))
+
+
+def _fleet_hold_refused(w: World) -> str:
+    """A job opted in to a hold of 4,000 days: above the default cap of 30 days, refused."""
+    assert w.bootstrap is not None
+    args = _hold_raises(w)
+    return w.conf_dir(w.bootstrap, args[2], extra='hold = "4000d"\n')
 
 
 def _group_set(w: World, *extra: str) -> list[str]:

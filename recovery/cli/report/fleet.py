@@ -27,6 +27,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from recovery.cli.report.findings import runway_cell
+from recovery.cli.report.hold import (
+    HOLD_COLUMNS,
+    RELEASE_COLUMNS,
+    hold_notes,
+    hold_rows,
+    release_notes,
+    release_rows,
+)
+from recovery.core.hold import HoldPlan, ReleasePlan
 from recovery.core.model import Finding, JsonObject, Verdict
 from recovery.core.restart import Level
 from recovery.core.runway import shortest
@@ -36,6 +45,7 @@ if TYPE_CHECKING:  # values only: this module reads their fields and imports nei
     from recovery.conf import ClusterConf, FleetConf, JobConf
     from recovery.core.results import ValidationReport
     from recovery.fleet import FleetReport, JobResult
+    from recovery.fleet_hold import FleetHold
 
 FLEET_COLUMNS = (
     ("job", "JOB"),
@@ -218,8 +228,8 @@ def cluster_row(cluster: ClusterConf, *, table: bool = False) -> JsonObject:
 
 
 def conf_job_row(job: JobConf, *, table: bool = False) -> JsonObject:
-    """JSON keys: job, cluster, checkpoint, isolation, gate, sink, runway_warn_s, storage_options
-    (``$NAME`` for values from the environment), file."""
+    """JSON keys: job, cluster, checkpoint, isolation, gate, sink, runway_warn_s, hold_s,
+    delta_tables, storage_options (``$NAME`` for values from the environment), file."""
     row: JsonObject = {
         "job": job.name,
         "cluster": job.cluster,
@@ -228,6 +238,8 @@ def conf_job_row(job: JobConf, *, table: bool = False) -> JsonObject:
         "gate": job.gate.value,
         "sink": job.sink,
         "runway_warn_s": job.runway_warn_s,
+        "hold_s": job.hold_s,
+        "delta_tables": dict(job.delta_tables),
         "storage_options": dict(job.storage_shown),
         "file": job.file,
     }
@@ -252,3 +264,38 @@ def conf_summary(conf: FleetConf) -> str:
         f"{len(conf.clusters)} clusters and {len(conf.jobs)} jobs in {len(conf.files)} "
         f"file{'s' if len(conf.files) != 1 else ''} ({conf.source})"
     )
+
+
+# -- fleet hold | release --------------------------------------------------------------------------
+
+FLEET_HOLD_COLUMNS = (("job", "JOB"), *HOLD_COLUMNS)
+FLEET_RELEASE_COLUMNS = (("job", "JOB"), *RELEASE_COLUMNS)
+
+
+def fleet_hold_rows(result: FleetHold, fmt: str) -> list[JsonObject]:
+    """One row per job and topic (a job without a plan: one row saying why)."""
+    rows: list[JsonObject] = []
+    for held in result.jobs:
+        if isinstance(held.plan, HoldPlan):
+            rows += [{"job": held.job.name, **row} for row in hold_rows(held.plan, fmt)]
+        elif isinstance(held.plan, ReleasePlan):
+            rows += [{"job": held.job.name, **row} for row in release_rows(held.plan)]
+        else:
+            action = held.failure.verdict.value if held.failure else "SKIPPED"
+            reason = held.failure.message if held.failure else held.skipped
+            rows.append({"job": held.job.name, "topic": None, "action": action, "reason": reason})
+    return rows
+
+
+def fleet_hold_notes(result: FleetHold) -> list[str]:
+    """Each job's own lines, prefixed with its name, then the count of jobs by exit code."""
+    lines = []
+    for held in result.jobs:
+        if isinstance(held.plan, HoldPlan):
+            lines += [f"{held.job.name}: {line}" for line in hold_notes(held.plan)]
+        elif isinstance(held.plan, ReleasePlan) and held.plan.topics:
+            lines += [f"{held.job.name}: {line}" for line in release_notes(held.plan)]
+    skipped = sum(1 for h in result.jobs if h.skipped)
+    if skipped:
+        lines.append(f'{skipped} job(s) without a hold key: not held (opt in with hold = "2d")')
+    return lines

@@ -25,7 +25,7 @@ RELEASE_COLUMNS: Columns = (("topic", "TOPIC"), ("action", "ACTION"), ("reason",
 
 
 def hold_rows(plan: HoldPlan, fmt: str) -> list[dict[str, object]]:
-    """One row per topic the checkpoint reads, most urgent first as planned."""
+    """One row per topic the checkpoint reads, by name."""
     rows: list[dict[str, object]] = []
     for t in plan.topics:
         row: dict[str, object] = {
