@@ -10,8 +10,8 @@
 Every use case the CLI runs is here: Kafka checkpoints (``validate_checkpoint``, ``repair_checkpoint``,
 ``starting_offsets``, ``prestart_gate``), checkpoint files (``inspect_checkpoint``, ``restore_backup``),
 Kafka (``offset_table``, ``read_to_end``, ``show_group``), Delta sources and offset ledgers
-(``repair_delta_source``, ``repair_ledger``, ``ledger_gate``), fleets (``validate_fleet``) and
-retention holds (``hold_retention``, ``release_retention``).
+(``repair_delta_source``, ``repair_ledger``, ``ledger_gate``), fleets (``validate_fleet``,
+``FleetWatch``, ``hold_fleet``) and retention holds (``hold_retention``, ``release_retention``).
 
 Names are loaded on first use (PEP 562), so ``import recovery`` and the CLI's start stay cheap.
 """
@@ -37,6 +37,7 @@ _EXPORTS = {
     "Finding": "recovery.core.model",
     "FleetConf": "recovery.conf",
     "FleetReport": "recovery.fleet",
+    "FleetWatch": "recovery.watch",
     "GateMode": "recovery.core.model",
     "GroupChange": "recovery.kafka.group_values",
     "GroupReport": "recovery.kafka.group_values",
@@ -75,6 +76,7 @@ _EXPORTS = {
     "checkpoint_lag": "recovery.api",
     "checkpoint_lock": "recovery.checkpoint",
     "group_offsets": "recovery.kafka.groups",
+    "hold_fleet": "recovery.fleet_hold",
     "hold_retention": "recovery.hold",
     "incomplete_backups": "recovery.checkpoint",
     "inspect_backups": "recovery.checkpoint",
@@ -96,6 +98,7 @@ _EXPORTS = {
     "read_to_end": "recovery.kafka.read",
     "recover_crashed_batch": "recovery.delta.ingest",
     "recover_interrupted": "recovery.checkpoint",
+    "release_fleet": "recovery.fleet_hold",
     "release_retention": "recovery.hold",
     "repair_checkpoint": "recovery.api",
     "repair_delta_source": "recovery.delta.api",

@@ -96,6 +96,7 @@ class JobConf:
     runway_warn_s: float | None = None
     hold_s: float | None = None
     delta_tables: Mapping[str, str] = field(default_factory=dict)
+    partition_metrics: bool = True  # fleet serve: per-partition series (False: the job's only)
     storage_shown: StorageOptions = field(default_factory=dict)
     storage_options: StorageOptions = field(default_factory=dict, repr=False)
 
@@ -171,6 +172,7 @@ class _Job(BaseModel):
     runway_warn: RunwayDuration | None = None
     hold: RunwayDuration | None = None
     delta_tables: dict[str, str] = Field(default_factory=dict)
+    partition_metrics: bool = True
 
 
 class _File(BaseModel):
@@ -388,6 +390,7 @@ def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
         runway_warn_s=raw.runway_warn,
         hold_s=raw.hold,
         delta_tables={k: _location(file, v.strip()) for k, v in raw.delta_tables.items()},
+        partition_metrics=raw.partition_metrics,
         storage_shown=shown,
         storage_options=options,
     )

@@ -43,7 +43,17 @@ from recovery.kafka.admin import admin_for
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_PARALLEL", "FleetReport", "JobFailure", "JobResult", "JobVerdict", "validate_fleet"]
+__all__ = [
+    "DEFAULT_PARALLEL",
+    "FleetReport",
+    "JobFailure",
+    "JobResult",
+    "JobVerdict",
+    "check_job",
+    "choose_jobs",
+    "probe_cluster",
+    "validate_fleet",
+]
 
 DEFAULT_PARALLEL = 8
 
@@ -202,7 +212,7 @@ def validate_fleet(
     pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="fleet")
     try:
         # Probes are queued first: a job waiting on its cluster's probe never blocks a probe from running.
-        probes = {name: pool.submit(_probe, fleet.clusters[name]) for name in clusters}
+        probes = {name: pool.submit(probe_cluster, fleet.clusters[name]) for name in clusters}
         futures = [
             pool.submit(_check, job, fleet.cluster_of(job), probes[job.cluster], on_done, runway_warn_s)
             for job in chosen
@@ -232,8 +242,9 @@ def choose_jobs(fleet: FleetConf, names: Iterable[str] | None) -> list[JobConf]:
     return chosen
 
 
-def _probe(cluster: ClusterConf) -> JobFailure | None:
-    """Whether the cluster answers at all (one metadata request, bounded by its timeout)."""
+def probe_cluster(cluster: ClusterConf) -> JobFailure | None:
+    """Whether the cluster answers at all (one metadata request, bounded by its timeout): None, or
+    the failure its jobs are reported with."""
     try:
         admin_for(cluster.kafka).topic_names()
     except RecoveryError as exc:
@@ -250,15 +261,20 @@ def _check(
     runway_warn_s: float | None = None,
 ) -> JobResult:
     failure = probe.result()
-    warn_s = job.runway_warn_s if job.runway_warn_s is not None else runway_warn_s
-    result = JobResult(job, failure=failure) if failure is not None else _validate(job, cluster, warn_s)
+    result = (
+        JobResult(job, failure=failure) if failure is not None else check_job(job, cluster, runway_warn_s)
+    )
     log.debug("job %s: %s", job.name, result.verdict)
     if on_done is not None:
         on_done(result)
     return result
 
 
-def _validate(job: JobConf, cluster: ClusterConf, runway_warn_s: float | None) -> JobResult:
+def check_job(job: JobConf, cluster: ClusterConf, runway_warn_s: float | None = None) -> JobResult:
+    """One job checked (its cluster assumed to answer): its report, or why there is none.
+    ``runway_warn_s``: the AT_RISK threshold when the job's conf sets none."""
+    if job.runway_warn_s is not None:
+        runway_warn_s = job.runway_warn_s
     try:
         report = validate_checkpoint(
             job.checkpoint,

@@ -491,6 +491,8 @@ LAZY_OWN_IMPORTS: dict[tuple[str, str], str] = {
     ("recovery/cli/fleet.py", "recovery.fleet"): "pydantic at import (through recovery.conf)",
     ("recovery/cli/fleet.py", "recovery.fleet_hold"): "pydantic at import (through recovery.conf)",
     ("recovery/cli/retention.py", "recovery.hold"): "pydantic at import (the hold record's format)",
+    ("recovery/cli/fleet.py", "recovery.watch"): "pydantic at import (through recovery.conf)",
+    ("recovery/cli/fleet.py", "recovery.cli.serve"): "the HTTP server and prometheus_client: serve only",
     ("recovery/cli/ledger.py", "recovery.delta.ledger_conf"): "pydantic at import (the [ledger] conf)",
     ("recovery/cli/ledger.py", "recovery.delta.ledger_table"): "pydantic at import (ledger_conf)",
     ("recovery/cli/ledger.py", "recovery.delta.ledger"): "pydantic at import (ledger_conf)",

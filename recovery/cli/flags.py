@@ -33,6 +33,7 @@ FLAGS: dict[str, str] = {
     "execute": "--execute",
     "force": "--force",
     "from_file": "--from-file",
+    "interval_s": "--interval",
     "keep_s": "--keep",
     "kind": "--strategy",  # StrategyRequest.kind
     "max_extra_bytes": "--max-extra-bytes",

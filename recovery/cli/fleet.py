@@ -7,6 +7,7 @@ the JSON keys are documented) -> the result's exit code.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,8 +16,9 @@ from typing import TYPE_CHECKING
 import click
 
 from recovery.cli import render
-from recovery.cli.options import execute_option, output_option, runway_warn_option
+from recovery.cli.options import duration_option, execute_option, output_option, runway_warn_option
 from recovery.cli.report import fleet as report
+from recovery.errors import InvalidInput
 
 if TYPE_CHECKING:
     from recovery.fleet import JobResult
@@ -181,6 +183,95 @@ def release_cmd(directory: str, jobs: tuple[str, ...], now: bool, dry_run: bool,
     for line in report.fleet_hold_notes(result):
         render.note(line)
     sys.exit(result.exit_code)
+
+
+@fleet_group.command(name="serve")
+@click.argument("directory", metavar="DIR")
+@click.option(
+    "--metrics-port",
+    "port",
+    type=click.IntRange(min=0, max=65535),
+    default=9465,
+    show_default=True,
+    metavar="PORT",
+    help="HTTP port of /metrics, /v1/jobs and /healthz (0: any free port, printed at start).",
+)
+@click.option(
+    "--bind",
+    "host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDRESS",
+    help="Address to listen on (0.0.0.0: every interface).",
+)
+@duration_option(
+    "--interval", "interval_s", "Check each job this often (after its last check ended).", default="60s"
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    metavar="N",
+    help="Check at most N jobs at a time.",
+)
+@runway_warn_option(
+    "AT_RISK threshold for jobs whose conf sets no runway_warn (PT6H, 6h, 1h30m). Default: none."
+)
+@click.option(
+    "--apply-holds",
+    "holds",
+    is_flag=True,
+    help='Hold retention for jobs that opted in (hold = "2d" in their conf) when their runway is '
+    "shorter, and put it back once they have caught up. Default: never write.",
+)
+def serve_cmd(
+    directory: str,
+    port: int,
+    host: str,
+    interval_s: float,
+    parallel: int,
+    runway_warn_s: float | None,
+    holds: bool,
+) -> None:
+    """Check every job of DIR all the time, and serve the results: Prometheus metrics on /metrics,
+    the rows of `fleet validate --output json` (with the time of each check) on /v1/jobs and
+    /v1/jobs/NAME, and /healthz.
+
+    Each job is checked --interval after its last check ended, at most --parallel at a time; a
+    cluster that does not answer is probed once an interval and its jobs reported UNREACHABLE
+    meanwhile, so it never delays the others. Never writes (read-only Kafka and storage
+    credentials suffice), unless --apply-holds: then, for each job with a `hold` key, its topics'
+    retention is held when its runway is shorter (`retention hold`, needs AlterConfigs on those
+    topics) and put back once it has caught up (`retention release`), each action logged, counted
+    and shown on /v1/jobs. SIGHUP reads DIR again (a broken file keeps the last good conf, and
+    says so on /healthz and in stream_recovery_config_last_reload_success); SIGTERM or Ctrl-C
+    stops after the checks running. Metric names: docs/fleet-service.md.
+
+    Exit 0 when stopped; 2 when DIR is invalid at start or the port cannot be bound.
+
+    Example: stream-recovery fleet serve conf/ --metrics-port 9465 --interval 60s
+    """
+    from recovery.cli.serve import serve
+    from recovery.watch import FleetWatch
+
+    for name in ("recovery.watch", "recovery.cli.serve"):
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO)
+        if not logger.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+            logger.addHandler(handler)
+            logger.propagate = False
+    watch = FleetWatch(
+        directory, interval_s=interval_s, parallel=parallel, runway_warn_s=runway_warn_s, holds=holds
+    )
+    try:
+        serve(watch, host, port)
+    except OSError as exc:
+        raise InvalidInput(
+            f"--metrics-port {port}: cannot listen on {host}:{port} ({exc.strerror or exc})"
+        ) from None
 
 
 @contextmanager

@@ -138,7 +138,7 @@ BAD = [
     pytest.param(
         JOB + "checkpont = 'x'\n",
         "job.orders.checkpont: unknown key (expected checkpoint, cluster, delta_tables, gate, hold, "
-        "isolation, runway_warn, sink, storage_options, storage_options_env)",
+        "isolation, partition_metrics, runway_warn, sink, storage_options, storage_options_env)",
         id="typo-in-job",
     ),
     pytest.param(

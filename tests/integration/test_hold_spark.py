@@ -83,3 +83,49 @@ def test_a_held_job_restarts_with_every_record_and_an_unheld_one_loses_them(
     assert released.exit_code == 0, released.output
     assert retention_ms(bootstrap, str(held.topic)) == TopicValue(str(RETENTION_MS), own=True)
     assert not (held.checkpoint / "_recovery/retention-hold.json").exists()
+
+
+def test_a_hold_of_retention_bytes_keeps_what_a_stopped_job_has_not_read(
+    spark: SparkSession, bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """The same by size: 3 MiB of retention.bytes (1 MiB segments), a job stopped after 1 MB, 2 MB
+    it has not read, then 5 MB more written: without a hold its unread first segments go; with
+    one (a day's writes at the rate the records' times say) it restarts and reads every record."""
+    limit, segment = 3 * 1024 * 1024, 1024 * 1024
+    stamp = int(time.time() * 1000) - 3_600_000  # an hour of writes so far, as the write rate goes
+    value = "x" * 1000
+
+    def write(topic: str, start: int, count: int) -> None:
+        records = [topics.Record(f"k{i}", value, 0, stamp + i) for i in range(start, start + count)]
+        topics.produce(bootstrap, topic, records)
+
+    jobs = {}
+    for name in ("held", "unheld"):
+        config = {"retention.ms": "-1", "retention.bytes": str(limit), "segment.bytes": str(segment)}
+        topic = new_topic(1, config, suffix=f"-{name}")
+        write(topic, 0, 1000)
+        jobs[name] = Job(spark, bootstrap, topic, tmp_path / name, {})
+        jobs[name].run()
+        write(topic, 1000, 2000)  # not read: the job is stopped
+    held, unheld = jobs["held"], jobs["unheld"]
+    result = CliRunner().invoke(
+        cli, ["retention", "hold", str(held.checkpoint), "-b", bootstrap, "--keep", "1d", "--execute"]
+    )
+    assert result.exit_code == 0 and "RAISED" in result.stdout, result.output
+    for start in range(3000, 8000, 500):  # 5 MB more, in steps the retention check sees
+        for j in jobs.values():
+            write(str(j.topic), start, 500)
+        time.sleep(CHECK_INTERVAL_S + 0.2)
+
+    assert topics.offset_range(bootstrap, str(unheld.topic), 0)[0] > 1000, "retention never deleted them"
+    assert topics.offset_range(bootstrap, str(held.topic), 0)[0] == 0, "the hold did not keep them"
+    after = unheld.validate(expect=1)
+    assert unheld.copy("restarted").restart_conditions() == predicted(after)
+    held.run()
+    assert held.rows() == offsets(str(held.topic), {0: range(8000)})
+    released = CliRunner().invoke(
+        cli, ["retention", "release", str(held.checkpoint), "-b", bootstrap, "--execute"]
+    )
+    assert released.exit_code == 0, released.output
+    answer = topic_values(KafkaConfig(bootstrap), [str(held.topic)], ("retention.bytes",))[str(held.topic)]
+    assert not isinstance(answer, str) and answer["retention.bytes"] == TopicValue(str(limit), own=True)

@@ -359,6 +359,12 @@ CASES: dict[str, dict[int, Case | str]] = {
         2: Case(lambda w: ["fleet", "release", w.bad_conf_dir()]),
         3: Case(lambda w: ["fleet", "release", w.conf_dir(checkpoint=_held(w))]),
     },
+    "fleet serve": {
+        0: "a service: stopped by SIGTERM it exits 0 (tests/fleet/test_serve_rig.py)",
+        1: "a service: what needs action is in its metrics and API, not its exit code",
+        2: Case(lambda w: ["fleet", "serve", w.bad_conf_dir(), "--metrics-port", "0"]),
+        3: "a service: an unreachable cluster is its jobs' verdict (UNREACHABLE), not an exit",
+    },
     "group set": {
         0: rig(lambda w: _group_set(w, "--execute")),
         1: rig(lambda w: _group_set(w)),

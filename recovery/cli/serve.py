@@ -1,0 +1,270 @@
+"""``stream-recovery fleet serve DIR``: every job of DIR checked all the time (recovery.watch), shown
+as Prometheus metrics and a JSON API on one HTTP port.
+
+    GET /metrics          Prometheus text format (metric names below)
+    GET /v1/jobs          the rows of ``fleet validate --output json``, each with checked_at(_ms)
+                          and hold (what the last check's retention hold did, with --apply-holds)
+    GET /v1/jobs/<name>   one of them (404: no such job, or not checked yet)
+    GET /healthz          {"status": "ok", "jobs": N, "checked": M, "config_reload_error": ...}
+
+Metrics (the series of a job that leaves the conf leave with it; per-partition series can be
+switched off per job with ``partition_metrics = false``). The job's label is ``streaming_job``:
+``job`` is the label Prometheus gives every scraped series itself.
+
+    stream_recovery_job_verdict{streaming_job,stream_recovery_job_verdict}   state set: the verdict
+    stream_recovery_job_needs_action{streaming_job}                1 when the job needs action
+    stream_recovery_job_records_lost{streaming_job}                records lost (partitions summed)
+    stream_recovery_job_runway_seconds{streaming_job}              shortest runway (absent: no limit)
+    stream_recovery_job_runway_warn_seconds{streaming_job}         its AT_RISK threshold (absent: none)
+    stream_recovery_job_last_success_timestamp_seconds{streaming_job}  end of the last check with a report
+    stream_recovery_job_last_check_timestamp_seconds{streaming_job}    end of the last check
+    stream_recovery_job_check_duration_seconds{streaming_job}      how long the last check took
+    stream_recovery_job_check_errors_total{streaming_job,kind}     failed checks, by kind
+    stream_recovery_job_hold_actions_total{streaming_job,action}   holds raised | released | refused | failed
+    stream_recovery_partition_verdict{streaming_job,topic,partition,stream_recovery_partition_verdict}
+    stream_recovery_partition_records_lost{streaming_job,topic,partition}
+    stream_recovery_partition_spark_error{streaming_job,topic,partition,condition}  1: Spark fails so
+    stream_recovery_partition_runway_seconds{streaming_job,topic,partition}
+    stream_recovery_partition_oldest_unread_age_seconds{streaming_job,topic,partition}  lag in time
+    stream_recovery_partition_lag_records{streaming_job,topic,partition}
+    stream_recovery_check_interval_seconds                         the service's interval
+    stream_recovery_config_reloads_total{result}                   SIGHUP reloads: success | failure
+    stream_recovery_config_last_reload_success                     0 while the last reload failed
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from recovery.cli.report.fleet import job_row
+from recovery.core.model import Verdict
+from recovery.core.specs import iso_utc
+from recovery.fleet import JobVerdict
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+    from recovery.watch import FleetWatch, JobCheck
+
+log = logging.getLogger(__name__)
+
+__all__ = ["serve"]
+
+_JOB_VERDICTS = (*(v.value for v in Verdict), *(v.value for v in JobVerdict))
+
+
+class _Collector:
+    """Metrics made from the watch's latest checks at each scrape (nothing kept between scrapes, so
+    a job gone from the conf leaves no stale series)."""
+
+    def __init__(self, watch: FleetWatch) -> None:
+        self.watch = watch
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
+
+        checks = self.watch.snapshot()
+        conf = self.watch.conf
+        job = ["streaming_job"]
+        verdict = StateSetMetricFamily("stream_recovery_job_verdict", "The job's verdict", labels=job)
+        needs = GaugeMetricFamily(
+            "stream_recovery_job_needs_action", "1 when the job needs action", labels=job
+        )
+        lost = GaugeMetricFamily("stream_recovery_job_records_lost", "Records lost", labels=job)
+        runway = GaugeMetricFamily(
+            "stream_recovery_job_runway_seconds",
+            "Shortest time before retention may delete unread records",
+            labels=job,
+        )
+        warn = GaugeMetricFamily(
+            "stream_recovery_job_runway_warn_seconds", "The job's AT_RISK runway threshold", labels=job
+        )
+        success = GaugeMetricFamily(
+            "stream_recovery_job_last_success_timestamp_seconds",
+            "End of the last check with a report",
+            labels=job,
+        )
+        last = GaugeMetricFamily(
+            "stream_recovery_job_last_check_timestamp_seconds", "End of the last check", labels=job
+        )
+        duration = GaugeMetricFamily(
+            "stream_recovery_job_check_duration_seconds", "How long the last check took", labels=job
+        )
+        part = ["streaming_job", "topic", "partition"]
+        p_verdict = StateSetMetricFamily(
+            "stream_recovery_partition_verdict", "The partition's verdict", labels=part
+        )
+        p_lost = GaugeMetricFamily("stream_recovery_partition_records_lost", "Records lost", labels=part)
+        p_error = GaugeMetricFamily(
+            "stream_recovery_partition_spark_error",
+            "1: Spark fails with this condition on restart",
+            labels=[*part, "condition"],
+        )
+        p_runway = GaugeMetricFamily(
+            "stream_recovery_partition_runway_seconds",
+            "Time before retention may delete unread records",
+            labels=part,
+        )
+        p_age = GaugeMetricFamily(
+            "stream_recovery_partition_oldest_unread_age_seconds",
+            "Age of the oldest unread record",
+            labels=part,
+        )
+        p_lag = GaugeMetricFamily(
+            "stream_recovery_partition_lag_records", "Records not read yet", labels=part
+        )
+        for name, check in sorted(checks.items()):
+            result = check.result
+            row = job_row(result)
+            verdict.add_metric([name], {v: v == result.verdict for v in _JOB_VERDICTS})
+            needs.add_metric([name], 1.0 if row["needs_action"] else 0.0)
+            if result.records_lost is not None:
+                lost.add_metric([name], float(result.records_lost))
+            if row["runway_s"] is not None:
+                runway.add_metric([name], float(row["runway_s"]))
+            threshold = result.report.runway_warn_s if result.report else None
+            if threshold is not None:
+                warn.add_metric([name], float(threshold))
+            if check.last_success_ms is not None:
+                success.add_metric([name], check.last_success_ms / 1000)
+            last.add_metric([name], check.checked_at_ms / 1000)
+            duration.add_metric([name], check.duration_s)
+            job_conf = conf.jobs.get(name)
+            if result.report is None or (job_conf is not None and not job_conf.partition_metrics):
+                continue
+            at_ms = result.report.runway_at_ms
+            for f in result.report.findings:
+                labels = [name, f.tp.topic, str(f.tp.partition)]
+                p_verdict.add_metric(labels, {v.value: v is f.verdict for v in Verdict})
+                p_lost.add_metric(labels, float(f.records_lost))
+                if f.spark_error:
+                    p_error.add_metric([*labels, f.spark_error], 1.0)
+                if f.runway is not None and at_ms is not None:
+                    left = f.runway.left_ms(at_ms)
+                    age = f.runway.age_ms(at_ms)
+                    if left is not None:
+                        p_runway.add_metric(labels, left / 1000)
+                    if age is not None:
+                        p_age.add_metric(labels, age / 1000)
+                if f.position is not None and f.available is not None:
+                    p_lag.add_metric(labels, float(max(0, f.available.end - f.position)))
+        errors = CounterMetricFamily(
+            "stream_recovery_job_check_errors",
+            "Checks that failed, by kind",
+            labels=["streaming_job", "kind"],
+        )
+        for (name, kind), count in sorted(self.watch.check_errors().items()):
+            errors.add_metric([name, kind], float(count))
+        holds = CounterMetricFamily(
+            "stream_recovery_job_hold_actions",
+            "Retention holds placed and released by the service (--apply-holds)",
+            labels=["streaming_job", "action"],
+        )
+        for (name, action), count in sorted(self.watch.hold_actions().items()):
+            holds.add_metric([name, action], float(count))
+        interval = GaugeMetricFamily("stream_recovery_check_interval_seconds", "The check interval")
+        interval.add_metric([], self.watch.interval_s)
+        reloads = CounterMetricFamily(
+            "stream_recovery_config_reloads", "Configuration reloads (SIGHUP)", labels=["result"]
+        )
+        for result_name, count in sorted(self.watch.reloads.items()):
+            reloads.add_metric([result_name], float(count))
+        ok = GaugeMetricFamily("stream_recovery_config_last_reload_success", "0 while the last reload failed")
+        ok.add_metric([], 0.0 if self.watch.last_reload_error else 1.0)
+        yield from (verdict, needs, lost, runway, warn, success, last, duration, errors, holds)
+        yield from (p_verdict, p_lost, p_error, p_runway, p_age, p_lag, interval, reloads, ok)
+
+
+def _job_body(name: str, check: JobCheck) -> dict[str, Any]:
+    return {
+        **job_row(check.result),
+        "hold": check.hold,
+        "checked_at": iso_utc(check.checked_at_ms),
+        "checked_at_ms": check.checked_at_ms,
+    }
+
+
+def _handler(watch: FleetWatch, registry: Any) -> type[BaseHTTPRequestHandler]:
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "stream-recovery"
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0].rstrip("/") or "/"
+            if path == "/metrics":
+                self._send(HTTPStatus.OK, generate_latest(registry), CONTENT_TYPE_LATEST)
+            elif path == "/v1/jobs":
+                checks = watch.snapshot()
+                self._json(HTTPStatus.OK, [_job_body(n, c) for n, c in sorted(checks.items())])
+            elif path.startswith("/v1/jobs/"):
+                name = path.removeprefix("/v1/jobs/")
+                check = watch.snapshot().get(name)
+                if check is None:
+                    self._json(HTTPStatus.NOT_FOUND, {"error": f"no job {name!r} checked (yet)"})
+                else:
+                    self._json(HTTPStatus.OK, _job_body(name, check))
+            elif path == "/healthz":
+                body = {
+                    "status": "ok",
+                    "jobs": len(watch.conf.jobs),
+                    "checked": len(watch.snapshot()),
+                    "config_reload_error": watch.last_reload_error,
+                }
+                self._json(HTTPStatus.OK, body)
+            else:
+                self._json(HTTPStatus.NOT_FOUND, {"error": "not found: /metrics, /v1/jobs, /healthz"})
+
+        def _json(self, status: HTTPStatus, body: object) -> None:
+            self._send(status, (json.dumps(body, indent=2) + "\n").encode(), "application/json")
+
+        def _send(self, status: HTTPStatus, data: bytes, kind: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug("http: " + format, *args)
+
+    return Handler
+
+
+def serve(watch: FleetWatch, host: str, port: int) -> None:
+    """Run ``watch`` and the HTTP server until SIGTERM or SIGINT; SIGHUP reloads the conf. Runs in
+    the main thread (signals are delivered there)."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(watch))
+    server = ThreadingHTTPServer((host, port), _handler(watch, registry))
+    server.daemon_threads = True
+    stop, reload = threading.Event(), threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: reload.set())
+    checker = threading.Thread(target=watch.run, args=(stop,), name="watch")
+    web = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="http")
+    checker.start()
+    web.start()
+    bound = server.server_address
+    log.info("serving on http://%s:%s (/metrics, /v1/jobs, /healthz)", bound[0], bound[1])
+    try:
+        while not stop.wait(0.2):
+            if reload.is_set():
+                reload.clear()
+                watch.reload()
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+        checker.join()
+        log.info("stopped")

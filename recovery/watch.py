@@ -1,0 +1,268 @@
+"""Watch every job of a conf all the time: what ``fleet serve`` runs (never writes).
+
+    watch = FleetWatch("conf/", interval_s=60)
+    threading.Thread(target=watch.run, args=(stop,)).start()
+    watch.snapshot()        # {job: JobCheck}: the latest check of each job
+    watch.reload()          # SIGHUP: read the conf again; a broken one keeps the last good one
+
+Each job is checked on its own schedule: ``interval_s`` after its previous check ended (so a slow
+job never makes the others wait for a round to end), at most ``parallel`` at a time. A cluster is
+probed (one metadata request) at most once an interval, by one worker; while it does not answer,
+its jobs are reported ``UNREACHABLE`` from that probe without asking it again, so a dead cluster
+takes one worker per interval, not one per job. Kafka clients are the process's shared ones
+(:func:`recovery.kafka.admin.admin_for`), kept across checks.
+
+It never writes, except with ``holds``, and then only for jobs that opted in (``hold = "2d"`` in
+their conf): after each check of such a job, its topics' retention is held
+(:func:`recovery.hold.hold_retention`) when its runway is shorter than that, and a hold it placed is
+put back (:func:`recovery.hold.release_retention`) once the job has caught up.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recovery.conf import ClusterConf, FleetConf, JobConf, load_conf
+from recovery.core.hold import HoldAction, ReleaseAction
+from recovery.core.runway import shortest
+from recovery.errors import InvalidInput, RecoveryError
+from recovery.fleet import DEFAULT_PARALLEL, JobFailure, JobResult, check_job, probe_cluster
+from recovery.hold import hold_retention, read_holds, release_retention
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FleetWatch", "JobCheck"]
+
+_TICK_S = 0.1  # how often the scheduler looks for jobs that are due
+
+
+@dataclass(frozen=True)
+class JobCheck:
+    """A job's latest check: its result, when it ended (ms since the epoch) and how long it took,
+    and when the job was last checked successfully (a report, whatever its verdict)."""
+
+    result: JobResult
+    checked_at_ms: int
+    duration_s: float
+    last_success_ms: int | None
+    hold: str | None = None  # what the retention hold of this check did (with ``holds`` on)
+
+
+@dataclass
+class _Probe:
+    failure: JobFailure | None = None
+    at: float = -1e18  # monotonic time of the probe's answer
+    running: bool = False
+
+
+@dataclass
+class _State:
+    checks: dict[str, JobCheck] = field(default_factory=dict)
+    due: dict[str, float] = field(default_factory=dict)  # job -> monotonic time of its next check
+    running: set[str] = field(default_factory=set)
+    probes: dict[str, _Probe] = field(default_factory=dict)
+    errors: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, kind) -> count
+    holds: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, action) -> count
+
+
+class FleetWatch:
+    """The jobs of ``source`` (a conf directory or file), each checked every ``interval_s``."""
+
+    def __init__(
+        self,
+        source: str | Path,
+        *,
+        interval_s: float = 60.0,
+        parallel: int = DEFAULT_PARALLEL,
+        runway_warn_s: float | None = None,
+        conf: FleetConf | None = None,
+        holds: bool = False,
+    ) -> None:
+        if interval_s <= 0:
+            raise InvalidInput(f"interval_s must be positive, not {interval_s:g}", parameter="interval_s")
+        if parallel < 1:
+            raise InvalidInput(f"parallel must be at least 1, not {parallel}", parameter="parallel")
+        self.source = str(source)
+        self.interval_s = interval_s
+        self.parallel = parallel
+        self.runway_warn_s = runway_warn_s
+        self.holds = holds
+        self.conf = conf if conf is not None else load_conf(source)  # a bad conf at start: raises
+        self.reloads = {"success": 0, "failure": 0}
+        self.last_reload_error: str | None = None
+        self._lock = threading.Lock()
+        self._state = _State(due=dict.fromkeys(self.conf.jobs, 0.0))
+
+    # -- what the service shows -----------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, JobCheck]:
+        """The latest check of each job of the current conf (a job not checked yet is absent)."""
+        with self._lock:
+            return {name: check for name, check in self._state.checks.items() if name in self.conf.jobs}
+
+    def hold_actions(self) -> dict[tuple[str, str], int]:
+        """How many retention holds each job's checks placed (``raised``) and released (``released``)
+        or tried and could not (``refused``, ``failed``)."""
+        with self._lock:
+            return dict(self._state.holds)
+
+    def check_errors(self) -> dict[tuple[str, str], int]:
+        """How many checks of each job failed, by kind (``unreachable``, ``bad_checkpoint``, ...)."""
+        with self._lock:
+            return dict(self._state.errors)
+
+    # -- configuration ----------------------------------------------------------------------------
+
+    def reload(self) -> str | None:
+        """Read the conf again (SIGHUP). New jobs are checked at once, removed ones forgotten; a conf
+        that cannot be read keeps the last good one: the error is returned (None: reloaded)."""
+        try:
+            conf = load_conf(self.source)
+        except RecoveryError as exc:
+            message = " ".join(str(exc).split())
+            log.warning("configuration not reloaded, the last good one stays: %s", message)
+            with self._lock:
+                self.reloads["failure"] += 1
+                self.last_reload_error = message
+            return message
+        with self._lock:
+            self.conf = conf
+            state = self._state
+            state.due = {name: state.due.get(name, 0.0) for name in conf.jobs}
+            state.checks = {n: c for n, c in state.checks.items() if n in conf.jobs}
+            state.errors = {k: v for k, v in state.errors.items() if k[0] in conf.jobs}
+            state.probes = {n: p for n, p in state.probes.items() if n in conf.clusters}
+            self.reloads["success"] += 1
+            self.last_reload_error = None
+        log.info("configuration reloaded: %d clusters, %d jobs", len(conf.clusters), len(conf.jobs))
+        return None
+
+    # -- the loop -----------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event, *, clock: Callable[[], float] = time.monotonic) -> None:
+        """Check jobs as they fall due until ``stop`` is set; then wait for the checks running."""
+        with ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="watch") as pool:
+            while not stop.is_set():
+                for task in self._due(clock()):
+                    pool.submit(task)
+                stop.wait(_TICK_S)
+            log.info("stopping: waiting for the checks running")
+
+    def _due(self, now: float) -> list[Callable[[], None]]:
+        """The work to start now: probes of clusters whose last answer is older than an interval,
+        and checks of due jobs whose cluster answered (or failed) within the last interval."""
+        tasks: list[Callable[[], None]] = []
+        with self._lock:
+            conf, state = self.conf, self._state
+            busy = len(state.running) + sum(p.running for p in state.probes.values())
+            for name, at in sorted(state.due.items(), key=lambda item: item[1]):
+                if at > now or name in state.running or busy >= self.parallel:
+                    continue
+                job = conf.jobs[name]
+                cluster = conf.clusters[job.cluster]
+                probe = state.probes.setdefault(cluster.name, _Probe())
+                if probe.running:
+                    continue
+                if now - probe.at >= self.interval_s:
+                    probe.running = True
+                    busy += 1
+                    tasks.append(functools.partial(self._probe, cluster))
+                    continue
+                state.running.add(name)
+                busy += 1
+                tasks.append(functools.partial(self._check, job, cluster, probe.failure))
+        return tasks
+
+    def _hold(self, job: JobConf, cluster: ClusterConf, result: JobResult) -> str | None:
+        """For a job that opted in (``hold``): hold its topics' retention when its runway is shorter
+        than that, else put back a hold once it has caught up. ``action: what``, None: nothing done.
+        Every action is logged; a refusal or failure is said and the service goes on."""
+        report = result.report
+        if report is None:
+            return None
+        assert job.hold_s is not None
+        found = shortest(report.findings, report.runway_at_ms) if report.runway_at_ms else None
+        try:
+            if found is not None and found[1] < job.hold_s * 1000:
+                plan = hold_retention(
+                    job.checkpoint,
+                    cluster.kafka,
+                    keep_s=job.hold_s,
+                    execute=True,
+                    isolation=job.isolation,
+                    storage_options=dict(job.storage_options),
+                    why=f"fleet serve: runway of job {job.name} under its hold",
+                )
+                raised = [t.topic for t in plan.topics if t.action is HoldAction.RAISE and not t.error]
+                problems = [
+                    f"{t.topic}: {t.error or t.reason}"
+                    for t in plan.topics
+                    if t.error or t.action is HoldAction.REFUSED
+                ]
+                if problems:
+                    what = f"refused: {'; '.join(problems)}"
+                elif raised:
+                    what = f"raised: {', '.join(raised)}"
+                else:
+                    return None
+            else:
+                if not read_holds(job.checkpoint, dict(job.storage_options)):
+                    return None
+                done = release_retention(
+                    job.checkpoint,
+                    cluster.kafka,
+                    execute=True,
+                    isolation=job.isolation,
+                    storage_options=dict(job.storage_options),
+                )
+                back = [t.topic for t in done.topics if t.action is ReleaseAction.RESTORE and not t.error]
+                if not back:
+                    return None
+                what = f"released: {', '.join(back)}"
+        except RecoveryError as exc:
+            what = f"failed: {' '.join(str(exc).split())}"
+        log.info("job %s: retention hold %s", job.name, what)
+        return what
+
+    def _probe(self, cluster: ClusterConf) -> None:
+        failure = probe_cluster(cluster)
+        with self._lock:
+            probe = self._state.probes.setdefault(cluster.name, _Probe())
+            probe.failure, probe.at, probe.running = failure, time.monotonic(), False
+
+    def _check(self, job: JobConf, cluster: ClusterConf, failure: JobFailure | None) -> None:
+        started = time.monotonic()
+        try:
+            result = (
+                JobResult(job, failure=failure)
+                if failure is not None
+                else check_job(job, cluster, self.runway_warn_s)
+            )
+        except Exception as exc:  # a bug in one check must not stop the service; said, and counted
+            log.exception("job %s: the check failed", job.name)
+            result = JobResult(job, failure=JobFailure.of(RecoveryError(f"internal error: {exc!r}")))
+        hold = self._hold(job, cluster, result) if self.holds and job.hold_s is not None else None
+        ended = time.monotonic()
+        with self._lock:
+            state = self._state
+            state.running.discard(job.name)
+            if hold is not None:
+                action = hold.split(":", 1)[0]
+                state.holds[(job.name, action)] = state.holds.get((job.name, action), 0) + 1
+            if job.name not in self.conf.jobs:  # removed by a reload meanwhile
+                return
+            state.due[job.name] = ended + self.interval_s
+            before = state.checks.get(job.name)
+            now_ms = int(time.time() * 1000)
+            success = now_ms if result.report is not None else (before.last_success_ms if before else None)
+            state.checks[job.name] = JobCheck(result, now_ms, ended - started, success, hold)
+            if result.failure is not None:
+                key = (job.name, result.failure.verdict.value.lower())
+                state.errors[key] = state.errors.get(key, 0) + 1

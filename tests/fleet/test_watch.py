@@ -1,0 +1,76 @@
+"""The fleet service's loop without a broker: a cluster that does not answer is probed once an
+interval and its jobs reported from that probe; a reload keeps the last good conf when the new one
+is broken, and adds and removes jobs when it is good."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recovery.errors import InvalidInput
+from recovery.watch import FleetWatch
+
+DEAD = '[cluster.dead]\nbootstrap_servers = "127.0.0.1:1"\ntimeout = "1s"\n'
+
+
+def job(name: str, checkpoint: Path) -> str:
+    return f'[job.{name}]\ncluster = "dead"\ncheckpoint = "{checkpoint}"\n'
+
+
+def until(probe: Callable[[], Any], timeout_s: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := probe():
+            return value
+        time.sleep(0.05)
+    raise AssertionError("not within the time")
+
+
+def test_a_dead_cluster_is_probed_once_an_interval_and_its_jobs_are_unreachable(tmp_path: Path) -> None:
+    conf = tmp_path / "conf.toml"
+    conf.write_text(DEAD + job("a", tmp_path) + job("b", tmp_path))
+    watch = FleetWatch(conf, interval_s=0.5, parallel=2)
+    stop = threading.Event()
+    runner = threading.Thread(target=watch.run, args=(stop,))
+    runner.start()
+    try:
+        checks = until(lambda: len(s := watch.snapshot()) == 2 and s)
+        assert {c.result.verdict for c in checks.values()} == {"UNREACHABLE"}
+        assert all(
+            "cluster dead" in (c.result.failure.message if c.result.failure else "") for c in checks.values()
+        )
+        assert all(c.last_success_ms is None for c in checks.values())
+        until(lambda: min(watch.check_errors().get((n, "unreachable"), 0) for n in "ab") >= 2)
+    finally:
+        stop.set()
+        runner.join(timeout=30)
+    assert not runner.is_alive()
+
+
+def test_a_broken_reload_keeps_the_last_good_conf_and_a_good_one_replaces_it(tmp_path: Path) -> None:
+    conf = tmp_path / "conf.toml"
+    conf.write_text(DEAD + job("a", tmp_path))
+    watch = FleetWatch(conf, interval_s=60)
+
+    conf.write_text("[job.a\n")
+    error = watch.reload()
+    assert error is not None and "conf.toml" in error and watch.last_reload_error == error
+    assert list(watch.conf.jobs) == ["a"] and watch.reloads == {"success": 0, "failure": 1}
+
+    conf.write_text(DEAD + job("b", tmp_path) + job("c", tmp_path))
+    assert watch.reload() is None and watch.last_reload_error is None
+    assert sorted(watch.conf.jobs) == ["b", "c"] and watch.reloads == {"success": 1, "failure": 1}
+
+
+def test_bad_settings_are_refused_naming_the_parameter(tmp_path: Path) -> None:
+    conf = tmp_path / "conf.toml"
+    conf.write_text(DEAD + job("a", tmp_path))
+    with pytest.raises(InvalidInput, match=r"^interval_s must be positive"):
+        FleetWatch(conf, interval_s=0)
+    with pytest.raises(InvalidInput, match=r"^parallel must be at least 1"):
+        FleetWatch(conf, parallel=0)
