@@ -74,7 +74,28 @@ def hold_notes(plan: HoldPlan) -> list[str]:
         notes.append(f"nothing to hold: every topic keeps its unread records {keep} or more")
     if any(t.action is HoldAction.REFUSED for t in plan.topics):
         notes.append("refused topics were not changed: see REASON")
-    return notes
+    return notes + free_space_lines(plan)
+
+
+def free_space_lines(plan: HoldPlan) -> list[str]:
+    """Per broker that holds a raised topic's replicas: its log directories' free space (where
+    the broker reports it) and what the raised topics add there."""
+    extra: dict[int, int] = {}
+    for t in plan.raising:
+        for broker, n in t.extra_bytes.items():
+            extra[broker] = extra.get(broker, 0) + n
+    lines = []
+    for broker in sorted(extra):
+        dirs = [d for d in plan.free_space if d.broker == broker]
+        known = [d for d in dirs if d.usable_bytes is not None and d.total_bytes is not None]
+        if known:
+            free = sum(d.usable_bytes or 0 for d in known)
+            total = sum(d.total_bytes or 0 for d in known)
+            disk = f"{_bytes(free)} free of {_bytes(total)}"
+        else:
+            disk = "free space not reported"
+        lines.append(f"broker {broker}: {disk}; the hold adds ~{_bytes(extra[broker])} (estimate)")
+    return lines
 
 
 def release_rows(plan: ReleasePlan) -> list[dict[str, object]]:
