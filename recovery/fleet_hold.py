@@ -13,7 +13,7 @@ as ``fleet validate`` does; the others go on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from recovery.core.hold import HoldPlan, ReleasePlan
 from recovery.errors import ExitCode, RecoveryError
 from recovery.fleet import URGENCY, JobFailure, choose_jobs
 from recovery.hold import hold_retention, release_retention
+from recovery.kafka.config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -68,29 +69,21 @@ def hold_fleet(
 
     Example: ``hold_fleet("conf/", execute=True).exit_code``
     """
-    fleet = conf if isinstance(conf, FleetConf) else load_conf(conf)
-    out = []
-    for job in sorted(choose_jobs(fleet, jobs), key=lambda j: j.name):
+
+    def hold(job: JobConf, kafka: KafkaConfig) -> HoldPlan | str:
         if job.hold_s is None:
-            out.append(JobHold(job, skipped="no hold key: not opted in"))
-            continue
-        kafka = fleet.cluster_of(job).kafka
-        try:
-            plan = hold_retention(
-                job.checkpoint,
-                kafka,
-                keep_s=job.hold_s,
-                execute=execute,
-                isolation=job.isolation,
-                storage_options=dict(job.storage_options),
-                why=f"fleet hold of job {job.name}",
-            )
-        except RecoveryError as exc:
-            log.info("job %s: %s", job.name, exc)
-            out.append(JobHold(job, failure=JobFailure.of(exc)))
-            continue
-        out.append(JobHold(job, plan=plan))
-    return FleetHold(fleet.source, tuple(out), execute)
+            return "no hold key: not opted in"
+        return hold_retention(
+            job.checkpoint,
+            kafka,
+            keep_s=job.hold_s,
+            execute=execute,
+            isolation=job.isolation,
+            storage_options=dict(job.storage_options),
+            why=f"fleet hold of job {job.name}",
+        )
+
+    return _each_job(conf, jobs, execute, hold)
 
 
 def release_fleet(
@@ -104,21 +97,36 @@ def release_fleet(
 
     Example: ``release_fleet("conf/", execute=True).exit_code``
     """
+
+    def release(job: JobConf, kafka: KafkaConfig) -> ReleasePlan:
+        return release_retention(
+            job.checkpoint,
+            kafka,
+            execute=execute,
+            now=now,
+            isolation=job.isolation,
+            storage_options=dict(job.storage_options),
+        )
+
+    return _each_job(conf, jobs, execute, release)
+
+
+def _each_job(
+    conf: FleetConf | str | Path,
+    jobs: Iterable[str] | None,
+    execute: bool,
+    run: Callable[[JobConf, KafkaConfig], HoldPlan | ReleasePlan | str],
+) -> FleetHold:
+    """``run`` for each chosen job, by name, one after the other: its plan, why it was skipped (a
+    string), or why it failed (the others go on)."""
     fleet = conf if isinstance(conf, FleetConf) else load_conf(conf)
     out = []
     for job in sorted(choose_jobs(fleet, jobs), key=lambda j: j.name):
         try:
-            plan = release_retention(
-                job.checkpoint,
-                fleet.cluster_of(job).kafka,
-                execute=execute,
-                now=now,
-                isolation=job.isolation,
-                storage_options=dict(job.storage_options),
-            )
+            done = run(job, fleet.cluster_of(job).kafka)
         except RecoveryError as exc:
             log.info("job %s: %s", job.name, exc)
             out.append(JobHold(job, failure=JobFailure.of(exc)))
             continue
-        out.append(JobHold(job, plan=plan))
+        out.append(JobHold(job, skipped=done) if isinstance(done, str) else JobHold(job, plan=done))
     return FleetHold(fleet.source, tuple(out), execute)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from recovery.core.model import Finding, OffsetRange, TopicPartition, Verdict
-from recovery.core.runway import RecordStamp, TopicRetention, format_duration_ms
+from recovery.core.runway import RecordStamp, TopicRetention, format_bytes, format_duration_ms
 from recovery.errors import ExitCode
 
 __all__ = [
@@ -371,7 +371,7 @@ def _draft(
             needed_bytes = max(needed_bytes, unread_bytes + int(rate * limits.keep_ms))
         if needed_bytes > retention.retention_bytes:
             new_bytes = math.ceil(needed_bytes / _MIB) * _MIB + HOLD_MARK
-            reasons.append(f"~{_mib(needed_bytes)} unread or written within {keep}")
+            reasons.append(f"~{format_bytes(needed_bytes)} unread or written within {keep}")
     if new_ms is None and new_bytes is None:
         shown = "no time limit" if runway is None else f"runway {format_duration_ms(runway)}"
         return judged(HoldAction.ENOUGH, f"{shown}: keeps unread records {keep} or more")
@@ -440,8 +440,8 @@ def _within_disk(
             if before + n > limits.max_extra_bytes:
                 return _refused(
                     hold,
-                    f"would hold ~{_mib(before + n)} more on broker {broker}, above `max_extra_bytes` "
-                    f"({_mib(limits.max_extra_bytes)})",
+                    f"would hold ~{format_bytes(before + n)} more on broker {broker}, above "
+                    f"`max_extra_bytes` ({format_bytes(limits.max_extra_bytes)})",
                 )
     for d in dirs:
         key = (d.broker, d.path)
@@ -453,8 +453,9 @@ def _within_disk(
         if left < floor:
             return _refused(
                 hold,
-                f"would leave broker {d.broker}'s {d.path} with ~{_mib(max(0, left))} free of "
-                f"{_mib(d.total_bytes)}, under the floor `min_free_ratio` ({limits.min_free_ratio:g})",
+                f"would leave broker {d.broker}'s {d.path} with ~{format_bytes(max(0, left))} free of "
+                f"{format_bytes(d.total_bytes)}, under the floor `min_free_ratio` "
+                f"({limits.min_free_ratio:g})",
             )
     for key, n in extra.items():
         used[key] = used.get(key, 0) + n
@@ -478,14 +479,6 @@ def _unread_bytes(start: int, log: OffsetRange, size: int) -> int:
     """The bytes from ``start`` to the log end, at the partition's average record size."""
     records = log.end - log.start
     return 0 if records <= 0 else size * (log.end - max(start, log.start)) // records
-
-
-def _mib(n: int) -> str:
-    """``1536`` -> ``1.5 KiB``: sizes for people."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def _tps(tps: Iterable[TopicPartition]) -> str:

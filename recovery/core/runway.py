@@ -38,6 +38,7 @@ __all__ = [
     "RecordStamp",
     "TopicRetention",
     "apply_runway",
+    "format_bytes",
     "format_duration_ms",
     "parse_runway_warn",
     "runway_of",
@@ -183,8 +184,8 @@ def size_runway(
         return None, f"{limit}: not estimated (partition size {size_bytes} B, {records} records)"
     unread = size_bytes * (log.end - max(position, log.start)) // records
     if unread <= 0:  # fewer bytes than offsets (compacted away, or transaction markers): no rate
-        return None, f"{limit}: not estimated ({_bytes(size_bytes)} on disk for {records} offsets)"
-    shown = f"~{_bytes(unread)} of the partition's {_bytes(size_bytes)} unread"
+        return None, f"{limit}: not estimated ({format_bytes(size_bytes)} on disk for {records} offsets)"
+    shown = f"~{format_bytes(unread)} of the partition's {format_bytes(size_bytes)} unread"
     to_go = retention_bytes - unread
     if to_go <= 0:
         return now_ms, f"{limit}: {shown}, over the limit (estimate)"
@@ -194,7 +195,7 @@ def size_runway(
     rate = unread / elapsed  # bytes a millisecond, written since the oldest unread record
     return (
         now_ms + int(to_go / rate),
-        f"{limit}: {shown}, ~{_bytes(to_go)} to go at ~{_bytes(int(rate * 1000))}/s (estimate)",
+        f"{limit}: {shown}, ~{format_bytes(to_go)} to go at ~{format_bytes(int(rate * 1000))}/s (estimate)",
     )
 
 
@@ -202,7 +203,7 @@ def _sized(retention: TopicRetention) -> bool:
     return retention.retention_bytes >= 0
 
 
-def _bytes(n: int) -> str:
+def format_bytes(n: int) -> str:
     """``1536`` -> ``1.5 KiB``: sizes for people."""
     if abs(n) < 1024:
         return f"{n} B"

@@ -266,7 +266,7 @@ def delta_source_issues(
             chk, named, DeltaStrategy.CLAMP, None, None, False, table_options, _warn_ms(runway_warn_s)
         )
         for f in result.plan.findings:
-            runway = f"; {_runway_text(f)}" if f.runway is not None else ""
+            runway = f"; {_runway_text(f, result.runway_at_ms or 0)}" if f.runway is not None else ""
             if f.verdict is DeltaVerdict.AT_RISK:
                 issues.append(Issue(Level.WARNING, f"{DELTA_AT_RISK} {f.source_id} ({f.table}): {f.detail}"))
                 continue
@@ -285,10 +285,10 @@ def delta_source_issues(
     return tuple(issues)
 
 
-def _runway_text(f: DeltaFinding) -> str:
+def _runway_text(f: DeltaFinding, now_ms: int) -> str:
     """``runway 29d23h (delta.logRetentionDuration=30d: ...)``, or the reason alone when unlimited."""
     assert f.runway is not None
     if f.runway.earliest_delete_ms is None:
         return f.runway.reason
-    left = f.runway.left_ms(int(time.time() * 1000)) or 0
+    left = f.runway.left_ms(now_ms) or 0  # as judged, not as printed
     return f"runway {format_duration_ms(left) if left > 0 else 'due'} ({f.runway.reason})"

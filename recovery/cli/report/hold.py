@@ -7,7 +7,7 @@ Rows are dicts whose keys are the documented JSON keys; the table shows duration
 from __future__ import annotations
 
 from recovery.core.hold import HoldAction, HoldPlan, ReleaseAction, ReleasePlan, TopicHold
-from recovery.core.runway import format_duration_ms
+from recovery.core.runway import format_bytes, format_duration_ms
 
 Columns = tuple[tuple[str, str], ...]
 
@@ -48,7 +48,8 @@ def hold_rows(plan: HoldPlan, fmt: str) -> list[dict[str, object]]:
                 runway=_runway(t.runway_ms, _after(plan, t)),
                 retention_ms_shown=_change(t.retention_ms, t.new_retention_ms, _ms),
                 retention_bytes_shown=_change(t.retention_bytes, t.new_retention_bytes, _size),
-                extra_shown=", ".join(f"{b}:{_bytes(n)}" for b, n in sorted(t.extra_bytes.items())) or "-",
+                extra_shown=", ".join(f"{b}:{format_bytes(n)}" for b, n in sorted(t.extra_bytes.items()))
+                or "-",
             )
         rows.append(row)
     return rows
@@ -91,10 +92,10 @@ def free_space_lines(plan: HoldPlan) -> list[str]:
         if known:
             free = sum(d.usable_bytes or 0 for d in known)
             total = sum(d.total_bytes or 0 for d in known)
-            disk = f"{_bytes(free)} free of {_bytes(total)}"
+            disk = f"{format_bytes(free)} free of {format_bytes(total)}"
         else:
             disk = "free space not reported"
-        lines.append(f"broker {broker}: {disk}; the hold adds ~{_bytes(extra[broker])} (estimate)")
+        lines.append(f"broker {broker}: {disk}; the hold adds ~{format_bytes(extra[broker])} (estimate)")
     return lines
 
 
@@ -163,11 +164,4 @@ def _ms(ms: int) -> str:
 
 
 def _size(n: int) -> str:
-    return "-1 (none)" if n < 0 else f"{n} ({_bytes(n)})"
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
+    return "-1 (none)" if n < 0 else f"{n} ({format_bytes(n)})"
