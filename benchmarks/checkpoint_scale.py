@@ -57,6 +57,11 @@ def write_checkpoint(root: Path, partitions: int, topics: int) -> None:
     for batch in range(2):
         files[f"commits/{batch}"] = b'v1\n{"nextBatchWatermarkMs":0}'
     files["sources/0/0"] = b"\x00v1\n" + kafka_json(partitions, topics, 0).encode()
+    write_files(root, files)
+
+
+def write_files(root: Path, files: dict[str, bytes]) -> None:
+    """The checkpoint files (relative path -> bytes) under ``root``, each with its Hadoop ``.crc``."""
     for rel, data in list(files.items()):
         parent, _, name = rel.rpartition("/")
         files[f"{parent}/{crc_name(name)}" if parent else crc_name(name)] = checksum_file(data)

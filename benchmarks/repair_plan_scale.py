@@ -82,6 +82,18 @@ class Node(LocalKafkaBroker):
             super()._wait_for_producer_ids(deadline)
 
 
+def start_cluster(brokers: int, nodes: list[LocalKafkaBroker]) -> str:
+    """Start ``brokers`` nodes, appended to ``nodes`` as each starts (the caller stops them); the
+    bootstrap servers."""
+    started = time.monotonic()
+    first = Node(1, None, heap="2g", start_timeout=180).start()
+    nodes.append(first)
+    for i in range(2, brokers + 1):
+        nodes.append(Node(i, first, heap="1g", start_timeout=180).start())
+    print(f"% {brokers} brokers up in {time.monotonic() - started:.0f} s", flush=True)
+    return ",".join(n.bootstrap_servers for n in nodes)
+
+
 def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -121,12 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     nodes: list[LocalKafkaBroker] = []
     try:
-        started = time.monotonic()
-        first = Node(1, None, heap="2g", start_timeout=180).start()
-        nodes.append(first)
-        nodes += [Node(i, first, heap="1g", start_timeout=180).start() for i in range(2, args.brokers + 1)]
-        bootstrap = ",".join(n.bootstrap_servers for n in nodes)
-        print(f"% {args.brokers} brokers up in {time.monotonic() - started:.0f} s", flush=True)
+        bootstrap = start_cluster(args.brokers, nodes)
         started = time.monotonic()
         names = [f"topic{t}" for t in range(args.topics)]  # checkpoint_scale's names
         # In a process of its own: the metadata of 100,000 partitions would stay in this one, and

@@ -56,7 +56,7 @@ from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import group_offsets, load_offsets_file
 from recovery.kafka.offsets import offsets_for_time
-from recovery.kafka.runway_facts import RunwayReader
+from recovery.kafka.runway_facts import RunwayReader, StampCache
 from recovery.kafka.values import MissingPartition
 from recovery.resume import (
     checkpoint_topics,
@@ -93,6 +93,7 @@ def validate_checkpoint(
     runway: bool = True,
     runway_warn_s: float | None = None,
     delta_tables: Mapping[str, str] | None = None,
+    stamp_cache: StampCache | None = None,
 ) -> ValidationReport:
     """Compare the position a checkpoint resumes from with what Kafka holds now. Never writes.
     With ``sink`` (the query's Delta sink table), also say whether it would skip batches.
@@ -106,7 +107,8 @@ def validate_checkpoint(
 
     With ``runway`` (default), each partition Spark resumes cleanly gets its retention runway
     (:mod:`recovery.core.runway`: one DescribeConfigs and a one-record fetch per partition); with
-    ``runway_warn_s`` too, one whose runway is shorter becomes AT_RISK (exit 1).
+    ``runway_warn_s`` too, one whose runway is shorter becomes AT_RISK (exit 1). ``stamp_cache``:
+    record stamps kept across validations of one cluster (:class:`~recovery.kafka.runway_facts.StampCache`).
 
     Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092"), runway_warn_s=6 * 3600)``
     """
@@ -128,7 +130,7 @@ def validate_checkpoint(
     resumed = resolve_sink(view)
     reader = None
     if runway or runway_warn_s is not None:  # a threshold needs the runway
-        reader = RunwayReader(kafka, isolation)
+        reader = RunwayReader(kafka, isolation, stamp_cache)
     at_ms = None
     try:
         if reader is not None:
@@ -144,7 +146,7 @@ def validate_checkpoint(
         warning = _sink_warning(chk, sink, (), storage_options)
         findings = assess(view, cluster)
         if reader is not None:
-            findings, at_ms = _with_runway(reader, findings, runway_warn_s)
+            findings, at_ms = _with_runway(reader, findings, runway_warn_s, cluster.topic_ids)
     finally:
         if reader is not None:
             reader.close()
@@ -165,10 +167,13 @@ def validate_checkpoint(
 
 
 def _with_runway(
-    reader: RunwayReader, findings: tuple[Finding, ...], warn_s: float | None
+    reader: RunwayReader,
+    findings: tuple[Finding, ...],
+    warn_s: float | None,
+    topic_ids: Mapping[str, str] | None = None,
 ) -> tuple[tuple[Finding, ...], int]:
     """``findings`` with their retention runway, judged at the time the facts were read."""
-    facts = reader.facts(wanted_positions(findings))
+    facts = reader.facts(wanted_positions(findings), topic_ids)
     now_ms = int(time.time() * 1000)
     warn_ms = None if warn_s is None else int(warn_s * 1000)
     judged = apply_runway(

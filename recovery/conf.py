@@ -73,6 +73,7 @@ class ClusterConf:
     bootstrap_env: str | None  # the variable the bootstrap servers came from, if any
     shown: Mapping[str, str]
     kafka: KafkaConfig = field(repr=False)
+    interval_s: float | None = None  # fleet serve: how often its jobs are checked (None: --interval)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ class JobConf:
     hold_s: float | None = None
     delta_tables: Mapping[str, str] = field(default_factory=dict)
     partition_metrics: bool = True  # fleet serve: per-partition series (False: the job's only)
+    interval_s: float | None = None  # fleet serve: how often it is checked (None: its cluster's)
     storage_shown: StorageOptions = field(default_factory=dict)
     storage_options: StorageOptions = field(default_factory=dict, repr=False)
 
@@ -157,6 +159,7 @@ class _Cluster(BaseModel):
     properties: dict[str, PropertyValue] = Field(default_factory=dict)
     properties_env: dict[str, str] = Field(default_factory=dict)
     timeout: Duration = DEFAULT_TIMEOUT_S
+    interval: Duration | None = None
 
 
 class _Job(BaseModel):
@@ -173,6 +176,7 @@ class _Job(BaseModel):
     hold: RunwayDuration | None = None
     delta_tables: dict[str, str] = Field(default_factory=dict)
     partition_metrics: bool = True
+    interval: Duration | None = None
 
 
 class _File(BaseModel):
@@ -358,7 +362,9 @@ def _cluster(file: Path, name: str, raw: _Cluster, env: Mapping[str, str]) -> Cl
     except InvalidInput as exc:  # messages of config.py never carry secret values
         # a ConfigError, or a bad bootstrap_servers named as the key it is here, not as a flag
         raise ConfigError(f"{file}: {_path(*base)}: {exc}") from None
-    return ClusterConf(name, str(file), kafka.bootstrap_servers, raw.bootstrap_servers_env, shown, kafka)
+    return ClusterConf(
+        name, str(file), kafka.bootstrap_servers, raw.bootstrap_servers_env, shown, kafka, raw.interval
+    )
 
 
 def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
@@ -391,6 +397,7 @@ def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
         hold_s=raw.hold,
         delta_tables={k: _location(file, v.strip()) for k, v in raw.delta_tables.items()},
         partition_metrics=raw.partition_metrics,
+        interval_s=raw.interval,
         storage_shown=shown,
         storage_options=options,
     )

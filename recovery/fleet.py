@@ -19,7 +19,9 @@ Steps:
 
 from __future__ import annotations
 
+import functools
 import logging
+import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ from recovery.errors import (
     RecoveryError,
 )
 from recovery.kafka.admin import admin_for
+from recovery.kafka.runway_facts import StampCache
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,7 @@ __all__ = [
     "JobVerdict",
     "check_job",
     "choose_jobs",
+    "in_shard",
     "probe_cluster",
     "validate_fleet",
 ]
@@ -124,14 +128,14 @@ class JobResult:
     def name(self) -> str:
         return self.job.name
 
-    @property
+    @functools.cached_property  # a scan of every partition, asked for by every column of a row
     def worst(self) -> Finding | None:
         """The partition that decides the job's verdict (None: no report, or no Kafka partition)."""
         if self.report is None or not self.report.findings:
             return None
         return max(self.report.findings, key=lambda f: (f.needs_action, _RANK.get(f.verdict, 0)))
 
-    @property
+    @functools.cached_property
     def verdict(self) -> str:
         """The worst partition's :class:`Verdict`, or a :class:`JobVerdict`."""
         if self.failure is not None:
@@ -242,6 +246,16 @@ def choose_jobs(fleet: FleetConf, names: Iterable[str] | None) -> list[JobConf]:
     return chosen
 
 
+def in_shard(name: str, shard: tuple[int, int] | None) -> bool:
+    """Whether job ``name`` belongs to shard ``(index, count)`` (None: every job does): a stable
+    hash of the name (CRC-32, the same in every process and release), so N replicas given shards
+    0..N-1 of one conf split its jobs between them, each job to exactly one."""
+    if shard is None:
+        return True
+    index, count = shard
+    return zlib.crc32(name.encode()) % count == index
+
+
 def probe_cluster(cluster: ClusterConf) -> JobFailure | None:
     """Whether the cluster answers at all (one metadata request, bounded by its timeout): None, or
     the failure its jobs are reported with."""
@@ -270,9 +284,15 @@ def _check(
     return result
 
 
-def check_job(job: JobConf, cluster: ClusterConf, runway_warn_s: float | None = None) -> JobResult:
+def check_job(
+    job: JobConf,
+    cluster: ClusterConf,
+    runway_warn_s: float | None = None,
+    stamp_cache: StampCache | None = None,
+) -> JobResult:
     """One job checked (its cluster assumed to answer): its report, or why there is none.
-    ``runway_warn_s``: the AT_RISK threshold when the job's conf sets none."""
+    ``runway_warn_s``: the AT_RISK threshold when the job's conf sets none; ``stamp_cache``: the
+    cluster's record stamps kept across checks (``fleet serve``)."""
     if job.runway_warn_s is not None:
         runway_warn_s = job.runway_warn_s
     try:
@@ -284,6 +304,7 @@ def check_job(job: JobConf, cluster: ClusterConf, runway_warn_s: float | None = 
             sink=job.sink,
             runway_warn_s=runway_warn_s,
             delta_tables=dict(job.delta_tables) or None,
+            stamp_cache=stamp_cache,
         )
     except RecoveryError as exc:
         log.info("job %s: %s", job.name, exc)

@@ -5,12 +5,18 @@
     watch.snapshot()        # {job: JobCheck}: the latest check of each job
     watch.reload()          # SIGHUP: read the conf again; a broken one keeps the last good one
 
-Each job is checked on its own schedule: ``interval_s`` after its previous check ended (so a slow
-job never makes the others wait for a round to end), at most ``parallel`` at a time. A cluster is
-probed (one metadata request) at most once an interval, by one worker; while it does not answer,
+Each job is checked on its own schedule: its interval (the job's ``interval`` key, else its
+cluster's, else ``interval_s``) after its previous check ended (so a slow job never makes the
+others wait for a round to end), at most ``parallel`` at a time. A cluster is probed (one
+metadata request) as often as its most often checked job, by one worker; while it does not answer,
 its jobs are reported ``UNREACHABLE`` from that probe without asking it again, so a dead cluster
 takes one worker per interval, not one per job. Kafka clients are the process's shared ones
-(:func:`recovery.kafka.admin.admin_for`), kept across checks.
+(:func:`recovery.kafka.admin.admin_for`), kept across checks, and so are the record stamps the
+runway read (:class:`~recovery.kafka.runway_facts.StampCache`, one per cluster): a stopped query's
+records are fetched once, not every interval.
+
+``shard=(i, n)`` keeps the jobs of shard ``i`` of ``n`` (:func:`recovery.fleet.in_shard`): n
+replicas of the service, each given its own ``i``, watch one conf together, each job once.
 
 It never writes, except with ``holds``, and then only for jobs that opted in (``hold = "2d"`` in
 their conf): after each check of such a job, its topics' retention is held
@@ -26,15 +32,16 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from recovery.conf import ClusterConf, FleetConf, JobConf, load_conf
 from recovery.core.hold import HoldAction, ReleaseAction
 from recovery.core.runway import shortest
 from recovery.errors import InvalidInput, RecoveryError
-from recovery.fleet import DEFAULT_PARALLEL, JobFailure, JobResult, check_job, probe_cluster
+from recovery.fleet import DEFAULT_PARALLEL, JobFailure, JobResult, check_job, in_shard, probe_cluster
 from recovery.hold import hold_retention, read_holds, release_retention
+from recovery.kafka.runway_facts import StampCache
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +73,7 @@ class _Probe:
 class _State:
     checks: dict[str, JobCheck] = field(default_factory=dict)
     due: dict[str, float] = field(default_factory=dict)  # job -> monotonic time of its next check
+    ended: dict[str, float] = field(default_factory=dict)  # job -> monotonic end of its last check
     running: set[str] = field(default_factory=set)
     probes: dict[str, _Probe] = field(default_factory=dict)
     errors: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, kind) -> count
@@ -84,17 +92,27 @@ class FleetWatch:
         runway_warn_s: float | None = None,
         conf: FleetConf | None = None,
         holds: bool = False,
+        shard: tuple[int, int] | None = None,
+        on_check: Callable[[str, JobCheck], None] | None = None,
     ) -> None:
         if interval_s <= 0:
             raise InvalidInput(f"interval_s must be positive, not {interval_s:g}", parameter="interval_s")
         if parallel < 1:
             raise InvalidInput(f"parallel must be at least 1, not {parallel}", parameter="parallel")
+        if shard is not None and not (shard[1] >= 1 and 0 <= shard[0] < shard[1]):
+            raise InvalidInput(
+                f"shard must be I of N with 0 <= I < N, not {shard[0]} of {shard[1]}", parameter="shard"
+            )
         self.source = str(source)
         self.interval_s = interval_s
         self.parallel = parallel
         self.runway_warn_s = runway_warn_s
         self.holds = holds
-        self.conf = conf if conf is not None else load_conf(source)  # a bad conf at start: raises
+        self.shard = shard
+        self.on_check = on_check  # called in the worker thread after each check (e.g. to render it)
+        # a bad conf at start raises
+        self.conf = self._sharded(conf if conf is not None else load_conf(source))
+        self._stamps: dict[str, StampCache] = {}  # cluster -> the record stamps its checks read
         self.reloads = {"success": 0, "failure": 0}
         self.last_reload_error: str | None = None
         self._lock = threading.Lock()
@@ -118,13 +136,23 @@ class FleetWatch:
         with self._lock:
             return dict(self._state.errors)
 
+    def interval_of(self, job: JobConf) -> float:
+        """How often ``job`` is checked: its ``interval``, else its cluster's, else the service's."""
+        cluster = self.conf.clusters.get(job.cluster)
+        return job.interval_s or (cluster.interval_s if cluster else None) or self.interval_s
+
     # -- configuration ----------------------------------------------------------------------------
+
+    def _sharded(self, conf: FleetConf) -> FleetConf:
+        if self.shard is None:
+            return conf
+        return replace(conf, jobs={n: j for n, j in conf.jobs.items() if in_shard(n, self.shard)})
 
     def reload(self) -> str | None:
         """Read the conf again (SIGHUP). New jobs are checked at once, removed ones forgotten; a conf
         that cannot be read keeps the last good one: the error is returned (None: reloaded)."""
         try:
-            conf = load_conf(self.source)
+            conf = self._sharded(load_conf(self.source))
         except RecoveryError as exc:
             message = " ".join(str(exc).split())
             log.warning("configuration not reloaded, the last good one stays: %s", message)
@@ -133,12 +161,21 @@ class FleetWatch:
                 self.last_reload_error = message
             return message
         with self._lock:
-            self.conf = conf
+            before, self.conf = self.conf, conf
             state = self._state
-            state.due = {name: state.due.get(name, 0.0) for name in conf.jobs}
+            # a job's new interval applies from its last check, not from the next one (1h -> 10s: now)
+            state.due = {
+                name: min(state.due.get(name, 0.0), state.ended.get(name, 0.0) + self.interval_of(job))
+                for name, job in conf.jobs.items()
+            }
+            state.ended = {n: t for n, t in state.ended.items() if n in conf.jobs}
             state.checks = {n: c for n, c in state.checks.items() if n in conf.jobs}
             state.errors = {k: v for k, v in state.errors.items() if k[0] in conf.jobs}
             state.probes = {n: p for n, p in state.probes.items() if n in conf.clusters}
+            # a cluster whose settings changed may be another cluster: its stamps are not kept
+            self._stamps = {
+                n: c for n, c in self._stamps.items() if conf.clusters.get(n) == before.clusters.get(n)
+            }
             self.reloads["success"] += 1
             self.last_reload_error = None
         log.info("configuration reloaded: %d clusters, %d jobs", len(conf.clusters), len(conf.jobs))
@@ -170,14 +207,17 @@ class FleetWatch:
                 probe = state.probes.setdefault(cluster.name, _Probe())
                 if probe.running:
                     continue
-                if now - probe.at >= self.interval_s:
+                # as often as its most frequently checked job: a job checked every 10 s on a cluster
+                # back up is not reported UNREACHABLE from a probe of minutes ago
+                if now - probe.at >= self.interval_of(job):
                     probe.running = True
                     busy += 1
                     tasks.append(functools.partial(self._probe, cluster))
                     continue
                 state.running.add(name)
                 busy += 1
-                tasks.append(functools.partial(self._check, job, cluster, probe.failure))
+                stamps = self._stamps.setdefault(cluster.name, StampCache())
+                tasks.append(functools.partial(self._check, job, cluster, probe.failure, stamps))
         return tasks
 
     def _hold(self, job: JobConf, cluster: ClusterConf, result: JobResult) -> str | None:
@@ -237,13 +277,15 @@ class FleetWatch:
             probe = self._state.probes.setdefault(cluster.name, _Probe())
             probe.failure, probe.at, probe.running = failure, time.monotonic(), False
 
-    def _check(self, job: JobConf, cluster: ClusterConf, failure: JobFailure | None) -> None:
+    def _check(
+        self, job: JobConf, cluster: ClusterConf, failure: JobFailure | None, stamps: StampCache
+    ) -> None:
         started = time.monotonic()
         try:
             result = (
                 JobResult(job, failure=failure)
                 if failure is not None
-                else check_job(job, cluster, self.runway_warn_s)
+                else check_job(job, cluster, self.runway_warn_s, stamps)
             )
         except Exception as exc:  # a bug in one check must not stop the service; said, and counted
             log.exception("job %s: the check failed", job.name)
@@ -258,11 +300,17 @@ class FleetWatch:
                 state.holds[(job.name, action)] = state.holds.get((job.name, action), 0) + 1
             if job.name not in self.conf.jobs:  # removed by a reload meanwhile
                 return
-            state.due[job.name] = ended + self.interval_s
+            state.due[job.name] = ended + self.interval_of(self.conf.jobs[job.name])
+            state.ended[job.name] = ended
             before = state.checks.get(job.name)
             now_ms = int(time.time() * 1000)
             success = now_ms if result.report is not None else (before.last_success_ms if before else None)
-            state.checks[job.name] = JobCheck(result, now_ms, ended - started, success, hold)
+            check = state.checks[job.name] = JobCheck(result, now_ms, ended - started, success, hold)
             if result.failure is not None:
                 key = (job.name, result.failure.verdict.value.lower())
                 state.errors[key] = state.errors.get(key, 0) + 1
+        if self.on_check is not None:
+            try:
+                self.on_check(job.name, check)
+            except Exception:  # a bug in showing a check must not stop the service; said
+                log.exception("job %s: showing the check failed", job.name)

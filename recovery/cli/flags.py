@@ -47,6 +47,7 @@ FLAGS: dict[str, str] = {
     "pipeline": "--pipeline",
     "runway_warn_s": "--runway-warn",
     "scope": "--topic",  # StrategyRequest.scope
+    "shard": "--shard",
     "shift_by": "--shift-by",
     "sink": "--sink",
     "source_id": "--source",

@@ -185,6 +185,16 @@ def release_cmd(directory: str, jobs: tuple[str, ...], now: bool, dry_run: bool,
     sys.exit(result.exit_code)
 
 
+def _shard(_ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    """``--shard 1/3`` as (1, 3)."""
+    if value is None:
+        return None
+    index, slash, count = value.partition("/")
+    if slash and index.isdecimal() and count.isdecimal() and 0 <= int(index) < int(count):
+        return int(index), int(count)
+    raise click.BadParameter(f"expected I/N with 0 <= I < N (e.g. 0/3), not {value!r}", param=param)
+
+
 @fleet_group.command(name="serve")
 @click.argument("directory", metavar="DIR")
 @click.option(
@@ -205,7 +215,11 @@ def release_cmd(directory: str, jobs: tuple[str, ...], now: bool, dry_run: bool,
     help="Address to listen on (0.0.0.0: every interface).",
 )
 @duration_option(
-    "--interval", "interval_s", "Check each job this often (after its last check ended).", default="60s"
+    "--interval",
+    "interval_s",
+    "Check each job this often (after its last check ended), unless the conf sets an interval for "
+    "the job or its cluster.",
+    default="60s",
 )
 @click.option(
     "--parallel",
@@ -225,6 +239,13 @@ def release_cmd(directory: str, jobs: tuple[str, ...], now: bool, dry_run: bool,
     help='Hold retention for jobs that opted in (hold = "2d" in their conf) when their runway is '
     "shorter, and put it back once they have caught up. Default: never write.",
 )
+@click.option(
+    "--shard",
+    callback=_shard,
+    metavar="I/N",
+    help="Watch only shard I (0 to N-1) of N: run N replicas, each with its own I, to split the "
+    "jobs between them by a stable hash of the job name. Default: every job.",
+)
 def serve_cmd(
     directory: str,
     port: int,
@@ -233,24 +254,27 @@ def serve_cmd(
     parallel: int,
     runway_warn_s: float | None,
     holds: bool,
+    shard: tuple[int, int] | None,
 ) -> None:
     """Check every job of DIR all the time, and serve the results: Prometheus metrics on /metrics,
     the rows of `fleet validate --output json` (with the time of each check) on /v1/jobs and
     /v1/jobs/NAME, and /healthz.
 
-    Each job is checked --interval after its last check ended, at most --parallel at a time; a
-    cluster that does not answer is probed once an interval and its jobs reported UNREACHABLE
-    meanwhile, so it never delays the others. Never writes (read-only Kafka and storage
-    credentials suffice), unless --apply-holds: then, for each job with a `hold` key, its topics'
-    retention is held when its runway is shorter (`retention hold`, needs AlterConfigs on those
-    topics) and put back once it has caught up (`retention release`), each action logged, counted
-    and shown on /v1/jobs. SIGHUP reads DIR again (a broken file keeps the last good conf, and
-    says so on /healthz and in stream_recovery_config_last_reload_success); SIGTERM or Ctrl-C
-    stops after the checks running. Metric names: docs/fleet-service.md.
+    Each job is checked --interval (or its conf's `interval`, or its cluster's) after its last
+    check ended, at most --parallel at a time; a cluster that does not answer is probed once an
+    interval and its jobs reported UNREACHABLE meanwhile, so it never delays the others. With
+    --shard I/N, only the jobs of shard I are watched (N replicas split one conf, each job once).
+    Never writes (read-only Kafka and storage credentials suffice), unless --apply-holds: then,
+    for each job with a `hold` key, its topics' retention is held when its runway is shorter
+    (`retention hold`, needs AlterConfigs on those topics) and put back once it has caught up
+    (`retention release`), each action logged, counted and shown on /v1/jobs. SIGHUP reads DIR
+    again (a broken file keeps the last good conf, and says so on /healthz and in
+    stream_recovery_config_last_reload_success); SIGTERM or Ctrl-C stops after the checks
+    running. Metric names: docs/fleet-service.md.
 
     Exit 0 when stopped; 2 when DIR is invalid at start or the port cannot be bound.
 
-    Example: stream-recovery fleet serve conf/ --metrics-port 9465 --interval 60s
+    Example: stream-recovery fleet serve conf/ --metrics-port 9465 --interval 60s --shard 0/3
     """
     from recovery.cli.serve import serve
     from recovery.watch import FleetWatch
@@ -264,7 +288,12 @@ def serve_cmd(
             logger.addHandler(handler)
             logger.propagate = False
     watch = FleetWatch(
-        directory, interval_s=interval_s, parallel=parallel, runway_warn_s=runway_warn_s, holds=holds
+        directory,
+        interval_s=interval_s,
+        parallel=parallel,
+        runway_warn_s=runway_warn_s,
+        holds=holds,
+        shard=shard,
     )
     try:
         serve(watch, host, port)

@@ -8,7 +8,9 @@ as Prometheus metrics and a JSON API on one HTTP port.
     GET /healthz          {"status": "ok", "jobs": N, "checked": M, "config_reload_error": ...}
 
 Metrics (the series of a job that leaves the conf leave with it; per-partition series can be
-switched off per job with ``partition_metrics = false``). The job's label is ``streaming_job``:
+switched off per job with ``partition_metrics = false``). A partition's verdict is one series
+labelled with it, not a state set: a state set would be 10 series a partition, a million at
+100,000 partitions. The job's label is ``streaming_job``:
 ``job`` is the label Prometheus gives every scraped series itself.
 
     stream_recovery_job_verdict{streaming_job,stream_recovery_job_verdict}   state set: the verdict
@@ -19,10 +21,11 @@ switched off per job with ``partition_metrics = false``). The job's label is ``s
     stream_recovery_job_last_success_timestamp_seconds{streaming_job}  end of the last check with a report
     stream_recovery_job_last_check_timestamp_seconds{streaming_job}    end of the last check
     stream_recovery_job_check_duration_seconds{streaming_job}      how long the last check took
+    stream_recovery_job_check_interval_seconds{streaming_job}      how often it is checked
     stream_recovery_job_check_errors_total{streaming_job,kind}     failed checks, by kind
     stream_recovery_job_hold_actions_total{streaming_job,action}   holds raised | released | refused | failed
-    stream_recovery_partition_verdict{streaming_job,topic,partition,stream_recovery_partition_verdict}
-    stream_recovery_partition_records_lost{streaming_job,topic,partition}
+    stream_recovery_partition_verdict{streaming_job,topic,partition,verdict}  1 (one series a partition)
+    stream_recovery_partition_records_lost{streaming_job,topic,partition}  (absent: none lost)
     stream_recovery_partition_spark_error{streaming_job,topic,partition,condition}  1: Spark fails so
     stream_recovery_partition_runway_seconds{streaming_job,topic,partition}
     stream_recovery_partition_oldest_unread_age_seconds{streaming_job,topic,partition}  lag in time
@@ -51,6 +54,7 @@ from recovery.fleet import JobVerdict
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
+    from recovery.core.results import ValidationReport
     from recovery.watch import FleetWatch, JobCheck
 
 log = logging.getLogger(__name__)
@@ -97,33 +101,14 @@ class _Collector:
         duration = GaugeMetricFamily(
             "stream_recovery_job_check_duration_seconds", "How long the last check took", labels=job
         )
-        part = ["streaming_job", "topic", "partition"]
-        p_verdict = StateSetMetricFamily(
-            "stream_recovery_partition_verdict", "The partition's verdict", labels=part
-        )
-        p_lost = GaugeMetricFamily("stream_recovery_partition_records_lost", "Records lost", labels=part)
-        p_error = GaugeMetricFamily(
-            "stream_recovery_partition_spark_error",
-            "1: Spark fails with this condition on restart",
-            labels=[*part, "condition"],
-        )
-        p_runway = GaugeMetricFamily(
-            "stream_recovery_partition_runway_seconds",
-            "Time before retention may delete unread records",
-            labels=part,
-        )
-        p_age = GaugeMetricFamily(
-            "stream_recovery_partition_oldest_unread_age_seconds",
-            "Age of the oldest unread record",
-            labels=part,
-        )
-        p_lag = GaugeMetricFamily(
-            "stream_recovery_partition_lag_records", "Records not read yet", labels=part
+        every = GaugeMetricFamily(
+            "stream_recovery_job_check_interval_seconds", "How often the job is checked", labels=job
         )
         for name, check in sorted(checks.items()):
             result = check.result
             row = job_row(result)
-            verdict.add_metric([name], {v: v == result.verdict for v in _JOB_VERDICTS})
+            said = result.verdict
+            verdict.add_metric([name], {v: v == said for v in _JOB_VERDICTS})
             needs.add_metric([name], 1.0 if row["needs_action"] else 0.0)
             if result.records_lost is not None:
                 lost.add_metric([name], float(result.records_lost))
@@ -136,25 +121,8 @@ class _Collector:
                 success.add_metric([name], check.last_success_ms / 1000)
             last.add_metric([name], check.checked_at_ms / 1000)
             duration.add_metric([name], check.duration_s)
-            job_conf = conf.jobs.get(name)
-            if result.report is None or (job_conf is not None and not job_conf.partition_metrics):
-                continue
-            at_ms = result.report.runway_at_ms
-            for f in result.report.findings:
-                labels = [name, f.tp.topic, str(f.tp.partition)]
-                p_verdict.add_metric(labels, {v.value: v is f.verdict for v in Verdict})
-                p_lost.add_metric(labels, float(f.records_lost))
-                if f.spark_error:
-                    p_error.add_metric([*labels, f.spark_error], 1.0)
-                if f.runway is not None and at_ms is not None:
-                    left = f.runway.left_ms(at_ms)
-                    age = f.runway.age_ms(at_ms)
-                    if left is not None:
-                        p_runway.add_metric(labels, left / 1000)
-                    if age is not None:
-                        p_age.add_metric(labels, age / 1000)
-                if f.position is not None and f.available is not None:
-                    p_lag.add_metric(labels, float(max(0, f.available.end - f.position)))
+            if (job_conf := conf.jobs.get(name)) is not None:
+                every.add_metric([name], self.watch.interval_of(job_conf))
         errors = CounterMetricFamily(
             "stream_recovery_job_check_errors",
             "Checks that failed, by kind",
@@ -178,8 +146,105 @@ class _Collector:
             reloads.add_metric([result_name], float(count))
         ok = GaugeMetricFamily("stream_recovery_config_last_reload_success", "0 while the last reload failed")
         ok.add_metric([], 0.0 if self.watch.last_reload_error else 1.0)
-        yield from (verdict, needs, lost, runway, warn, success, last, duration, errors, holds)
-        yield from (p_verdict, p_lost, p_error, p_runway, p_age, p_lag, interval, reloads, ok)
+        yield from (verdict, needs, lost, runway, warn, success, last, duration, every, errors, holds)
+        yield from (interval, reloads, ok)
+
+
+_PART = ("streaming_job", "topic", "partition")
+# name, help, labels: the per-partition series (module docstring), one set per job and check
+_PARTITION_FAMILIES = (
+    ("stream_recovery_partition_verdict", "1, labelled with the partition's verdict", (*_PART, "verdict")),
+    ("stream_recovery_partition_records_lost", "Records lost (absent: none)", _PART),
+    (
+        "stream_recovery_partition_spark_error",
+        "1: Spark fails with this condition on restart",
+        (*_PART, "condition"),
+    ),
+    ("stream_recovery_partition_runway_seconds", "Time before retention may delete unread records", _PART),
+    ("stream_recovery_partition_oldest_unread_age_seconds", "Age of the oldest unread record", _PART),
+    ("stream_recovery_partition_lag_records", "Records not read yet", _PART),
+)
+
+
+class _Families:
+    """A collector of the families given (for prometheus_client's text format)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
+
+
+def _partition_families(name: str, report: ValidationReport) -> list[Metric]:
+    """The per-partition families of one job's report."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    families = [GaugeMetricFamily(n, h, labels=list(labels)) for n, h, labels in _PARTITION_FAMILIES]
+    verdict, lost, error, runway, age, lag = families
+    at_ms = report.runway_at_ms
+    for f in report.findings:
+        labels = [name, f.tp.topic, str(f.tp.partition)]
+        verdict.add_metric([*labels, f.verdict.value], 1.0)
+        if f.records_lost:
+            lost.add_metric(labels, float(f.records_lost))
+        if f.spark_error:
+            error.add_metric([*labels, f.spark_error], 1.0)
+        if f.runway is not None and at_ms is not None:
+            left = f.runway.left_ms(at_ms)
+            old = f.runway.age_ms(at_ms)
+            if left is not None:
+                runway.add_metric(labels, left / 1000)
+            if old is not None:
+                age.add_metric(labels, old / 1000)
+        if f.position is not None and f.available is not None:
+            lag.add_metric(labels, float(max(0, f.available.end - f.position)))
+    return list(families)
+
+
+class _PartitionText:
+    """The per-partition series in Prometheus' text format, each job's made once per check by the
+    worker that checked it (:meth:`update`, the watch's ``on_check``) and kept, so that a scrape only
+    joins them: 100,000 partitions make ~400,000 series, which take prometheus_client seconds to
+    format; made at each scrape, they would cost more than the checks and outlast Prometheus'
+    scrape timeout."""
+
+    def __init__(self, watch: FleetWatch) -> None:
+        from prometheus_client import generate_latest
+        from prometheus_client.core import GaugeMetricFamily
+
+        self.watch = watch
+        self._lock = threading.Lock()
+        self._kept: dict[str, list[bytes]] = {}  # job -> its samples, by family
+        self._headers = [  # HELP and TYPE of each family, as generate_latest writes them
+            generate_latest(_Families([GaugeMetricFamily(n, h, labels=list(labels))]))
+            for n, h, labels in _PARTITION_FAMILIES
+        ]
+
+    def update(self, name: str, check: JobCheck) -> None:
+        """Keep the series of ``check``, the latest of job ``name`` (none: its check failed, or the
+        job's ``partition_metrics`` is off)."""
+        from prometheus_client import generate_latest
+
+        report, job = check.result.report, self.watch.conf.jobs.get(name)
+        samples = None
+        if report is not None and (job is None or job.partition_metrics):
+            texts = [generate_latest(_Families([f])) for f in _partition_families(name, report)]
+            samples = [text[len(header) :] for text, header in zip(texts, self._headers, strict=True)]
+        with self._lock:
+            if samples is None:
+                self._kept.pop(name, None)
+            else:
+                self._kept[name] = samples
+
+    def text(self) -> bytes:
+        """Every family once: its HELP and TYPE, then the samples of each job of the conf."""
+        jobs = self.watch.conf.jobs
+        with self._lock:
+            for gone in [name for name in self._kept if name not in jobs]:
+                del self._kept[gone]
+            kept = [self._kept[name] for name in sorted(self._kept) if jobs[name].partition_metrics]
+        return b"".join(header + b"".join(s[i] for s in kept) for i, header in enumerate(self._headers))
 
 
 def _job_body(name: str, check: JobCheck) -> dict[str, Any]:
@@ -191,7 +256,7 @@ def _job_body(name: str, check: JobCheck) -> dict[str, Any]:
     }
 
 
-def _handler(watch: FleetWatch, registry: Any) -> type[BaseHTTPRequestHandler]:
+def _handler(watch: FleetWatch, registry: Any, partitions: _PartitionText) -> type[BaseHTTPRequestHandler]:
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
     class Handler(BaseHTTPRequestHandler):
@@ -200,7 +265,8 @@ def _handler(watch: FleetWatch, registry: Any) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0].rstrip("/") or "/"
             if path == "/metrics":
-                self._send(HTTPStatus.OK, generate_latest(registry), CONTENT_TYPE_LATEST)
+                text = generate_latest(registry) + partitions.text()
+                self._send(HTTPStatus.OK, text, CONTENT_TYPE_LATEST)
             elif path == "/v1/jobs":
                 checks = watch.snapshot()
                 self._json(HTTPStatus.OK, [_job_body(n, c) for n, c in sorted(checks.items())])
@@ -245,7 +311,9 @@ def serve(watch: FleetWatch, host: str, port: int) -> None:
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Collector(watch))
-    server = ThreadingHTTPServer((host, port), _handler(watch, registry))
+    partitions = _PartitionText(watch)
+    watch.on_check = partitions.update
+    server = ThreadingHTTPServer((host, port), _handler(watch, registry, partitions))
     server.daemon_threads = True
     stop, reload = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -42,7 +43,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ReadUntil", "RunwayFacts", "RunwayReader", "record_stamps", "runway_facts", "topic_retention"]
+__all__ = [
+    "ReadUntil",
+    "RunwayFacts",
+    "RunwayReader",
+    "StampCache",
+    "record_stamps",
+    "runway_facts",
+    "topic_retention",
+]
 
 _CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy", "segment.ms")
 _BATCH = 500  # messages taken per consume() call
@@ -81,18 +90,22 @@ def runway_facts(
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
     *,
     until: ReadUntil | None = None,
+    known: Mapping[tuple[TopicPartition, int], RecordStamp] | None = None,
 ) -> RunwayFacts:
     """The retention settings of the positions' topics, the record stamps at the positions and,
     where ``retention.bytes`` applies, the partitions' sizes. ``until``: when the record reads may
-    end early (the positions not read then say so); once it is stopped nothing more is waited for."""
+    end early (the positions not read then say so); once it is stopped nothing more is waited for.
+    ``known``: stamps already read (a :class:`StampCache`'s), not read again."""
     wanted = sorted(set(positions), key=lambda item: (item[0].topic, item[0].partition, item[1]))
     if not wanted:
         return RunwayFacts({}, {}, {})
+    known = known or {}
     # DescribeConfigs goes out first and is answered while the consumer connects and reads.
     answer_retention = _ask_retention(kafka, {tp.topic for tp, _ in wanted})
     # Every position is read, compacted topics' too: the age of the oldest unread record is the
     # query's lag in time, worth showing whatever the retention.
-    stamps = record_stamps(kafka, wanted, isolation, until=until)
+    stamps: dict[tuple[TopicPartition, int], RecordStamp | str] = {k: known[k] for k in wanted if k in known}
+    stamps.update(record_stamps(kafka, [k for k in wanted if k not in known], isolation, until=until))
     if until is not None and until.stopped:  # the caller gave up: no more waiting
         return RunwayFacts(dict.fromkeys({tp.topic for tp, _ in wanted}, _STOPPED), stamps, {})
     retention = answer_retention()
@@ -312,6 +325,75 @@ class ReadUntil:
         return wanted is not None and not any((tp, o) in wanted for tp, o in pending.items())
 
 
+class StampCache:
+    """Record stamps read before, kept across validations of one cluster (``fleet serve`` checks
+    every job each interval; a stopped query's positions do not move, so its records are read once).
+
+    The first record at or after a position does not change while the topic lives (retention
+    deleting it moves the log start past the position: that partition has no runway to read; a
+    position at the log end has no stamp, and is not kept). A stamp is used only while its topic's
+    id is the one seen when it was read (a topic recreated since is read again; a topic without an
+    id, on a broker older than Kafka 2.8, is never kept), and only for the isolation level it was
+    read with (read_committed skips aborted records). Per partition, the stamps of its last
+    :data:`PER_PARTITION` positions are kept (a running query's position moves each batch: its
+    old ones are dropped), for at most ``partitions`` partitions, the least recently used dropped
+    first. Compaction may remove the record a stamp names; a compacted topic has no deletion runway,
+    only the age of its oldest unread record then shows that older record's. Thread-safe."""
+
+    PER_PARTITION = 4  # positions kept per partition: a few queries reading it, each stopped somewhere
+
+    def __init__(self, partitions: int = 200_000) -> None:
+        self.partitions = partitions
+        self._lock = threading.Lock()
+        # (isolation, partition) -> {offset: (topic id, stamp)}, most recently kept last
+        self._kept: OrderedDict[tuple[Isolation, TopicPartition], dict[int, tuple[str, RecordStamp]]]
+        self._kept = OrderedDict()
+
+    def __len__(self) -> int:
+        """How many stamps are kept."""
+        with self._lock:
+            return sum(len(offsets) for offsets in self._kept.values())
+
+    def lookup(
+        self,
+        positions: Iterable[tuple[TopicPartition, int]],
+        topic_ids: Mapping[str, str] | None = None,
+        isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    ) -> dict[tuple[TopicPartition, int], RecordStamp]:
+        """The stamps kept for ``positions``; with ``topic_ids``, only those of topics with that id."""
+        found: dict[tuple[TopicPartition, int], RecordStamp] = {}
+        with self._lock:
+            for tp, offset in positions:
+                kept = self._kept.get((isolation, tp), {}).get(offset)
+                if kept is None or (topic_ids is not None and kept[0] != topic_ids.get(tp.topic)):
+                    continue
+                self._kept.move_to_end((isolation, tp))
+                found[(tp, offset)] = kept[1]
+        return found
+
+    def keep(
+        self,
+        stamps: Mapping[tuple[TopicPartition, int], RecordStamp | str],
+        topic_ids: Mapping[str, str],
+        isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    ) -> None:
+        """Keep the stamps read (an answer saying why none was read is not kept, nor a stamp of a
+        topic without an id)."""
+        with self._lock:
+            for (tp, offset), stamp in stamps.items():
+                topic_id = topic_ids.get(tp.topic)
+                if not isinstance(stamp, RecordStamp) or not topic_id:
+                    continue
+                offsets = self._kept.setdefault((isolation, tp), {})
+                offsets.pop(offset, None)
+                offsets[offset] = (topic_id, stamp)
+                while len(offsets) > self.PER_PARTITION:
+                    del offsets[next(iter(offsets))]
+                self._kept.move_to_end((isolation, tp))
+            while len(self._kept) > self.partitions:
+                self._kept.popitem(last=False)
+
+
 class RunwayReader:
     """The runway facts, read in a thread while the caller goes on (a validation asks for the
     offsets meanwhile: the record reads take a consumer's connection and a fetch round, about as
@@ -333,8 +415,14 @@ class RunwayReader:
         facts = reader.facts(wanted)
     """
 
-    def __init__(self, kafka: KafkaConfig, isolation: Isolation = Isolation.READ_UNCOMMITTED) -> None:
-        self.kafka, self.isolation = kafka, isolation
+    def __init__(
+        self,
+        kafka: KafkaConfig,
+        isolation: Isolation = Isolation.READ_UNCOMMITTED,
+        cache: StampCache | None = None,
+    ) -> None:
+        self.kafka, self.isolation, self.cache = kafka, isolation, cache
+        self._ahead_known: dict[tuple[TopicPartition, int], RecordStamp] = {}
         self._until = ReadUntil()
         self._thread: threading.Thread | None = None
         self._started = False
@@ -347,35 +435,52 @@ class RunwayReader:
         guessed = frozenset(positions)
         if len(guessed) > READ_AHEAD_MAX:
             return  # facts() reads the wanted positions after all
+        if self.cache is not None:  # not read ahead; facts() checks the topic ids before using them
+            self._ahead_known = self.cache.lookup(guessed, isolation=self.isolation)
         self._thread = threading.Thread(target=self._run, args=(guessed,), name="runway-reader", daemon=True)
         self._thread.start()
 
     def _run(self, positions: frozenset[tuple[TopicPartition, int]]) -> None:
         try:
-            self._read = runway_facts(self.kafka, positions, self.isolation, until=self._until)
+            self._read = runway_facts(
+                self.kafka, positions, self.isolation, until=self._until, known=self._ahead_known
+            )
         except BaseException as exc:  # handed to the caller's thread by facts()
             self._read = exc
 
-    def facts(self, positions: Iterable[tuple[TopicPartition, int]]) -> RunwayFacts:
+    def facts(
+        self, positions: Iterable[tuple[TopicPartition, int]], topic_ids: Mapping[str, str] | None = None
+    ) -> RunwayFacts:
         """The facts of ``positions``: those read ahead, plus a read of the ones not guessed and of
-        those found at or past the log end (see the class)."""
+        those found at or past the log end (see the class). With a cache, its stamps of topics whose
+        id is still ``topic_ids``' are used, and the stamps read are kept in it."""
         wanted = frozenset(positions)
         self._until.want(wanted)
         self.wait()
         read = self._read
         if isinstance(read, BaseException):
             raise read
+        ids = topic_ids or {}
+        valid = self.cache.lookup(wanted, ids, self.isolation) if self.cache is not None else {}
         if read is None:
-            return runway_facts(self.kafka, wanted, self.isolation)
-        again = {k for k in wanted if k not in read.stamps or read.stamps[k] in _READ_AGAIN}
-        if not again:
-            return read
-        more = runway_facts(self.kafka, again, self.isolation)
-        return RunwayFacts(
-            {**read.retention, **more.retention},
-            {**read.stamps, **more.stamps},
-            {**read.sizes, **more.sizes},
-        )
+            facts = runway_facts(self.kafka, wanted, self.isolation, known=valid)
+        else:
+            stamps = {k: v for k, v in read.stamps.items() if k not in self._ahead_known}
+            stamps.update(valid)
+            # A stamp given to the read ahead from the cache but of a topic recreated since is read.
+            again = {k for k in wanted if k not in stamps or stamps[k] in _READ_AGAIN}
+            if again:
+                more = runway_facts(self.kafka, again, self.isolation)
+                facts = RunwayFacts(
+                    {**read.retention, **more.retention},
+                    {**stamps, **more.stamps},
+                    {**read.sizes, **more.sizes},
+                )
+            else:
+                facts = RunwayFacts(read.retention, stamps, read.sizes)
+        if self.cache is not None:
+            self.cache.keep(facts.stamps, ids, self.isolation)
+        return facts
 
     def wait(self) -> None:
         """Wait for the read ahead to end: every guessed position answered (or, after ``facts``,

@@ -138,7 +138,7 @@ BAD = [
     pytest.param(
         JOB + "checkpont = 'x'\n",
         "job.orders.checkpont: unknown key (expected checkpoint, cluster, delta_tables, gate, hold, "
-        "isolation, partition_metrics, runway_warn, sink, storage_options, storage_options_env)",
+        "interval, isolation, partition_metrics, runway_warn, sink, storage_options, storage_options_env)",
         id="typo-in-job",
     ),
     pytest.param(
@@ -477,4 +477,28 @@ def test_a_job_opts_in_to_holds_and_names_its_delta_tables(conf_dir: Path) -> No
 def test_a_bad_hold_names_the_file_and_key(conf_dir: Path) -> None:
     write(conf_dir, "a.toml", CLUSTER + JOB + 'hold = "forever"\n')
     with pytest.raises(ConfigError, match=r"a\.toml: job\.orders\.hold: expected a duration"):
+        load_conf(conf_dir, environ={})
+
+
+def test_a_job_or_its_cluster_sets_how_often_fleet_serve_checks_it(conf_dir: Path, tmp_path: Path) -> None:
+    from recovery.watch import FleetWatch
+
+    slow = '[cluster.slow]\nbootstrap_servers = "127.0.0.1:9093"\ninterval = "5m"\n'
+    jobs = (
+        JOB
+        + 'interval = "10s"\n'
+        + '[job.plain]\ncluster = "local"\ncheckpoint = "/chk/plain"\n'
+        + '[job.far]\ncluster = "slow"\ncheckpoint = "/chk/far"\n'
+    )
+    conf = load_conf(write(conf_dir, "a.toml", CLUSTER + slow + jobs), environ={})
+    assert conf.jobs["orders"].interval_s == 10 and conf.jobs["plain"].interval_s is None
+    assert conf.clusters["slow"].interval_s == 300 and conf.clusters["local"].interval_s is None
+    watch = FleetWatch(conf_dir, interval_s=60, conf=conf)
+    # the job's own, else its cluster's, else the service's
+    assert [watch.interval_of(conf.jobs[n]) for n in ("orders", "far", "plain")] == [10, 300, 60]
+
+
+def test_a_bad_interval_names_the_file_and_key(conf_dir: Path) -> None:
+    write(conf_dir, "a.toml", CLUSTER + JOB + 'interval = "often"\n')
+    with pytest.raises(ConfigError, match=r"a\.toml: job\.orders\.interval: expected a duration"):
         load_conf(conf_dir, environ={})

@@ -156,6 +156,11 @@ def test_the_service_shows_a_loss_within_an_interval_and_the_dead_cluster_holds_
     assert value("stream_recovery_job_needs_action") == 1.0
     assert value("stream_recovery_job_runway_warn_seconds") == 3600.0
     assert value("stream_recovery_partition_records_lost", partition="0") == 5.0
+    assert value("stream_recovery_partition_records_lost", partition="1") is None  # none lost: absent
+    assert value("stream_recovery_partition_verdict", partition="0", verdict="BELOW_LOG_START") == 1.0
+    assert value("stream_recovery_partition_verdict", partition="1", verdict="OK") == 1.0
+    assert len([n for n, ls, _ in found if n == "stream_recovery_partition_verdict"]) == 2  # one a partition
+    assert value("stream_recovery_job_check_interval_seconds") == INTERVAL_S
     condition = "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE"
     assert value("stream_recovery_partition_spark_error", partition="0", condition=condition) == 1.0
     assert value("stream_recovery_partition_lag_records", partition="1") == 10.0

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from recovery.errors import InvalidInput
+from recovery.fleet import in_shard
 from recovery.watch import FleetWatch
 
 DEAD = '[cluster.dead]\nbootstrap_servers = "127.0.0.1:1"\ntimeout = "1s"\n'
@@ -74,3 +75,22 @@ def test_bad_settings_are_refused_naming_the_parameter(tmp_path: Path) -> None:
         FleetWatch(conf, interval_s=0)
     with pytest.raises(InvalidInput, match=r"^parallel must be at least 1"):
         FleetWatch(conf, parallel=0)
+
+
+def test_shards_split_the_jobs_each_to_exactly_one_replica_and_stay_put(tmp_path: Path) -> None:
+    names = [f"job-{i:03d}" for i in range(300)]
+    conf = tmp_path / "conf.toml"
+    conf.write_text(DEAD + "".join(job(n, tmp_path) for n in names))
+    watches = [FleetWatch(conf, shard=(i, 3)) for i in range(3)]
+    shards = [set(w.conf.jobs) for w in watches]
+    assert sorted(n for shard in shards for n in shard) == names  # every job once
+    assert all(70 <= len(shard) <= 130 for shard in shards)  # and spread
+    # the hash is CRC-32 of the name: the same in every process and release (not Python's hash())
+    assert [in_shard("orders-to-delta", (i, 3)) for i in range(3)] == [False, True, False]
+    # a reload keeps the shard: a job added lands in one replica only
+    conf.write_text(DEAD + "".join(job(n, tmp_path) for n in [*names, "new-job"]))
+    assert all(w.reload() is None for w in watches)
+    assert sum("new-job" in w.conf.jobs for w in watches) == 1
+    assert all(set(w.conf.jobs) - {"new-job"} == shard for w, shard in zip(watches, shards, strict=True))
+    with pytest.raises(InvalidInput, match=r"^shard must be I of N with 0 <= I < N, not 3 of 3"):
+        FleetWatch(conf, shard=(3, 3))

@@ -390,3 +390,36 @@ def test_a_large_guess_is_not_read_ahead_and_the_wanted_positions_are_read_after
     facts = reader.facts({(p0, 2)})
     read = facts.stamps[(p0, 2)]
     assert isinstance(read, RecordStamp) and read.offset == 2 and (p0, 1) not in facts.stamps
+
+
+def test_a_stamp_cache_spares_the_fetch_and_is_not_used_once_the_topic_is_recreated(
+    bootstrap: str, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """What ``fleet serve`` keeps across checks: the record stamp at a position does not change while
+    its topic lives; a topic recreated since (a new id) is read again, never judged by the old one's."""
+    kafka = KafkaConfig(bootstrap)
+    topic = new_topic(2)
+    topics.produce(bootstrap, topic, topics.keyed_records(40, partitions=2))
+    chk = checkpoint(tmp_path / "chk", topic, [10, 10])
+    cache = runway_module.StampCache()
+
+    def ages_s() -> dict[int, float]:
+        report = validate_checkpoint(str(chk), kafka, stamp_cache=cache)
+        at_ms = report.runway_at_ms
+        assert at_ms is not None and {f.verdict for f in report.findings} == {Verdict.OK}
+        return {f.tp.partition: (f.runway.age_ms(at_ms) or 0) / 1000 for f in report.findings if f.runway}
+
+    assert max(ages_s().values()) < 600  # the records read, written just now
+    assert len(cache) == 2
+    # The cache is what the next check uses: a stamp planted for partition 0 (a record of 1970).
+    ids = validate_checkpoint(str(chk), kafka, runway=False).topic_ids
+    cache.keep({(TopicPartition(topic, 0), 10): RecordStamp(10, 1_000)}, ids)
+    ages = ages_s()
+    assert ages[0] > 50 * 365 * DAY_S and ages[1] < 600
+
+    topics.delete_topic(bootstrap, topic)
+    topics.create_topic(bootstrap, topic, 2)
+    topics.produce(bootstrap, topic, topics.keyed_records(40, partitions=2))
+    chk = checkpoint(tmp_path / "chk2", topic, [10, 10])  # a batch after the new records
+    assert validate_checkpoint(str(chk), kafka, runway=False).topic_ids[topic] != ids[topic]
+    assert max(ages_s().values()) < 600  # read again: the planted stamp was the old topic's

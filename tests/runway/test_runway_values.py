@@ -33,6 +33,7 @@ from recovery.core.runway import (
     wanted_positions,
 )
 from recovery.errors import OffsetSpecError
+from recovery.kafka.runway_facts import StampCache
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000
@@ -368,3 +369,23 @@ def test_moves_past_a_page_are_summed_up() -> None:
         "10 more moves BELOW_LOG_START (not shown)",
         "10 of 60 moves not shown: --output json shows all",
     ]
+
+
+def test_stamp_cache_keeps_its_last_positions_per_partition_and_only_stamps_of_known_topics() -> None:
+    cache = StampCache(partitions=2)
+    a, b, c = (TopicPartition("t", p) for p in range(3))
+    ids = {"t": "id1"}
+    cache.keep({(a, 1): RecordStamp(1, 10), (b, 1): "fetch answered X"}, ids)
+    assert len(cache) == 1  # a reason is not a stamp
+    cache.keep({(TopicPartition("old", 0), 1): RecordStamp(1, 10)}, {})
+    assert len(cache) == 1  # a topic without an id (a broker before Kafka 2.8): never kept
+    cache.keep({(b, 1): RecordStamp(1, 11), (c, 1): RecordStamp(1, 12)}, ids)
+    assert len(cache) == 2 and cache.lookup([(a, 1)]) == {}  # the least recently used partition went
+    both = {(b, 1): RecordStamp(1, 11), (c, 1): RecordStamp(1, 12)}
+    assert cache.lookup([(b, 1), (c, 1)], ids) == both
+    assert cache.lookup([(b, 1)], {"t": "id2"}) == {}  # another topic of that name
+    assert cache.lookup([(b, 1)], {}) == {}  # a topic whose id is not known now
+    assert cache.lookup([(b, 1)], isolation=Isolation.READ_COMMITTED) == {}  # read with the other level
+    # a running query's position moves each batch: a partition keeps its last few positions only
+    cache.keep({(b, n): RecordStamp(n, n) for n in range(2, 12)}, ids)
+    assert set(cache.lookup([(b, n) for n in range(12)], ids)) == {(b, n) for n in range(8, 12)}
