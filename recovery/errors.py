@@ -11,7 +11,7 @@ that talks to a third-party library translates that library's exceptions (``rais
       GateFailed, LedgerGateFailed, LedgerBehindData, LedgerJobStopped, GroupActive, GroupNotOurs,
       OffsetOutsideLog
   x ExternalError           a system we talk to failed or cannot be reached  -> exit 3
-    + StorageError, KafkaError (KafkaUnavailable), DeltaError,
+    + StorageError, KafkaError (KafkaUnavailable, KafkaAccessDenied), DeltaError,
       RigError              the embedded Kafka broker or Spark rig failed to start
   (TopicNotFound is a KafkaError that exits 1: the cluster answered, and the topic is not there)
 
@@ -200,6 +200,12 @@ class KafkaError(ExternalError):
 
 class KafkaUnavailable(KafkaError):
     """No answer from the Kafka cluster within the deadline."""
+
+
+class KafkaAccessDenied(KafkaError):
+    """The cluster answered and refused: our credentials (authentication: SASL, TLS) or an ACL (the
+    principal may not do that operation on that resource). Exit 3 as for an unreachable cluster
+    (nothing could be read, nothing was written); the message says which, at once."""
 
 
 class TopicNotFound(KafkaError):

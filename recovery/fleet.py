@@ -39,6 +39,7 @@ from recovery.errors import (
     ExitCode,
     ExternalError,
     InvalidInput,
+    KafkaAccessDenied,
     RecoveryError,
 )
 from recovery.kafka.admin import admin_for
@@ -84,6 +85,7 @@ class JobVerdict(StrEnum):
     """A job's verdict when it is not the verdict of one of its partitions (:class:`Verdict`)."""
 
     UNREACHABLE = "UNREACHABLE"  # its Kafka cluster or its storage did not answer (exit 3)
+    UNAUTHORIZED = "UNAUTHORIZED"  # its cluster refused the credentials, or an ACL is missing (exit 3)
     BAD_CHECKPOINT = "BAD_CHECKPOINT"  # no checkpoint at the location, or a malformed one (exit 2)
     BAD_SINK = "BAD_SINK"  # no Delta table at the job's sink (exit 2)
     BAD_CONFIG = "BAD_CONFIG"  # the cluster's client settings are refused by the Kafka client (exit 2)
@@ -102,7 +104,9 @@ class JobFailure:
 
     @classmethod
     def of(cls, exc: RecoveryError, prefix: str = "") -> JobFailure:
-        if isinstance(exc, ExternalError):
+        if isinstance(exc, KafkaAccessDenied):
+            verdict = JobVerdict.UNAUTHORIZED
+        elif isinstance(exc, ExternalError):
             verdict = JobVerdict.UNREACHABLE
         elif isinstance(exc, CheckpointFormatError):
             verdict = JobVerdict.BAD_CHECKPOINT

@@ -7,6 +7,9 @@ is the error code (``_TRANSPORT``, ``OFFSET_NOT_AVAILABLE`` ...). We sort the co
 * transient (retried until the deadline first: KIP-207 OFFSET_NOT_AVAILABLE, leadership moving,
   a coordinator loading), then unreachable;
 * gone (unknown topic or partition) -> :class:`~recovery.errors.TopicNotFound`;
+* refused (authentication failed, or an ACL missing) -> :class:`~recovery.errors.KafkaAccessDenied`
+  (exit 3), said at once: librdkafka reports a failed SASL or TLS handshake as an error event, not
+  as an answer (its requests would wait for the whole timeout), see :func:`refused_access`;
 * anything else                      -> :class:`~recovery.errors.KafkaError` with the code.
 
 Messages never carry secrets: :func:`scrub` removes the values of secret client properties.
@@ -14,7 +17,7 @@ Messages never carry secrets: :func:`scrub` removes the values of secret client 
 
 from __future__ import annotations
 
-from recovery.errors import KafkaError, KafkaUnavailable, RecoveryError, TopicNotFound
+from recovery.errors import KafkaAccessDenied, KafkaError, KafkaUnavailable, RecoveryError, TopicNotFound
 from recovery.kafka.config import REDACTED, KafkaConfig, is_secret
 
 UNREACHABLE = frozenset(
@@ -44,6 +47,19 @@ TRANSIENT = UNREACHABLE | {
     "REPLICA_NOT_AVAILABLE",
 }
 GONE = frozenset({"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC"})
+# The cluster refused our credentials: librdkafka's error events (error_cb) for a failed SASL
+# exchange or TLS handshake; the broker's own code for a failed SASL authentication.
+AUTHENTICATION = frozenset({"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL"})
+# The principal lacks an ACL: Describe (topics), Read (groups), Describe on the cluster ...
+AUTHORIZATION = frozenset(
+    {
+        "TOPIC_AUTHORIZATION_FAILED",
+        "GROUP_AUTHORIZATION_FAILED",
+        "CLUSTER_AUTHORIZATION_FAILED",
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+    }
+)
 # librdkafka answers _NOENT ("No leaders found") when no partition of a ListOffsets call has a
 # leader, e.g. when every one of them is missing; the metadata then tells missing from leaderless.
 NO_LEADER = frozenset({"_NOENT"})
@@ -72,6 +88,13 @@ def is_transient(exc: BaseException) -> bool:
 def translate(exc: BaseException, what: str, config: KafkaConfig) -> RecoveryError:
     """Map a confluent_kafka exception to ours (the caller raises it ``from exc``)."""
     code = error_code(exc)
+    if code in AUTHORIZATION:
+        return KafkaAccessDenied(
+            f"{what}: not authorized ({code}): the principal of these client settings lacks the ACL "
+            f"for it on {config.bootstrap_servers}; the brokers are up, they answered"
+        )
+    if code in AUTHENTICATION:
+        return refused_access(scrub(_reason(exc), config), config)
     if code in UNREACHABLE or is_transient(exc):
         return KafkaUnavailable(
             f"{what}: no answer from the Kafka cluster at {config.bootstrap_servers} within "
@@ -81,6 +104,24 @@ def translate(exc: BaseException, what: str, config: KafkaConfig) -> RecoveryErr
     if code in GONE:
         return TopicNotFound(f"{what}: {scrub(_reason(exc), config)}")
     return KafkaError(f"{what}: {code}: {scrub(_reason(exc), config)}")
+
+
+def refused_access(reason: str, config: KafkaConfig) -> KafkaAccessDenied:
+    """The error for credentials the cluster refused: the mechanism and principal, never the secret."""
+    props = config.properties
+    protocol = str(props.get("security.protocol", "PLAINTEXT")).upper()
+    who = [protocol]
+    if "SASL" in protocol:
+        who.append(str(props.get("sasl.mechanism", props.get("sasl.mechanisms", "GSSAPI"))).upper())
+        if props.get("sasl.username"):
+            who.append(f"user {props['sasl.username']}")
+    elif props.get("ssl.certificate.location"):
+        who.append(f"certificate {props['ssl.certificate.location']}")
+    return KafkaAccessDenied(
+        f"the Kafka cluster at {config.bootstrap_servers} refused these credentials "
+        f"({', '.join(who)}): {reason}. Check the client settings (sasl.username, sasl.password, "
+        "the certificates); the brokers are up, they answered."
+    )
 
 
 def unreachable(what: str, config: KafkaConfig) -> KafkaUnavailable:

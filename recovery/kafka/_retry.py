@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from recovery.kafka._errors import unreachable
@@ -38,13 +39,26 @@ def backoff(attempt: int) -> float:
 
 
 _Result = TypeVar("_Result")
+CHECK_EVERY_S = 0.2  # how often a wait looks at the client's error events
 
 
 def wait_for(
-    future: concurrent.futures.Future[_Result], deadline: Deadline, what: str, config: KafkaConfig
+    future: concurrent.futures.Future[_Result],
+    deadline: Deadline,
+    what: str,
+    config: KafkaConfig,
+    check: Callable[[], None] | None = None,
 ) -> _Result:
-    """``future.result()`` bounded by the deadline; a future librdkafka never completes is unreachable."""
-    try:
-        return future.result(timeout=deadline.remaining() + 5)
-    except concurrent.futures.TimeoutError as exc:
-        raise unreachable(what, config) from exc
+    """``future.result()`` bounded by the deadline; a future librdkafka never completes is unreachable.
+    ``check`` is called every :data:`CHECK_EVERY_S` while waiting, and may raise (the client's
+    error events: credentials refused, which librdkafka never turns into an answer)."""
+    limit = time.monotonic() + deadline.remaining() + 5
+    while True:
+        try:
+            step = limit - time.monotonic() if check is None else min(CHECK_EVERY_S, limit - time.monotonic())
+            return future.result(timeout=max(0.0, step))
+        except concurrent.futures.TimeoutError as exc:
+            if time.monotonic() >= limit:
+                raise unreachable(what, config) from exc
+        if check is not None:
+            check()

@@ -40,7 +40,16 @@ from recovery.core.model import Isolation, NoMatch, TopicPartition, TopicSelecti
 from recovery.core.specs import TimeKind, TimeSpec
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable
 from recovery.kafka import answers as ans
-from recovery.kafka._errors import GONE, NO_LEADER, error_code, is_transient, scrub, translate
+from recovery.kafka._errors import (
+    AUTHENTICATION,
+    GONE,
+    NO_LEADER,
+    error_code,
+    is_transient,
+    refused_access,
+    scrub,
+    translate,
+)
 from recovery.kafka._retry import Deadline, backoff, wait_for
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.selection import exact_names, selected_partitions
@@ -102,10 +111,25 @@ class KafkaAdmin:
         from confluent_kafka.admin import AdminClient
 
         self.config = config
+        self._refused: str | None = None  # why the cluster refused our credentials, once it has
         try:
-            self.client: AdminClient = AdminClient(config.client_config())
+            settings: dict[str, Any] = {**config.client_config(), "error_cb": self._on_error}
+            self.client: AdminClient = AdminClient(settings)
         except (KafkaException, ValueError, TypeError) as exc:
             raise ConfigError(f"Kafka client settings are invalid: {scrub(str(exc), config)}") from None
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's error events (served by ``poll``): a refused SASL or TLS handshake is said
+        only here; its requests would wait for the whole timeout."""
+        if err.name() in AUTHENTICATION:
+            self._refused = scrub(str(err.str()), self.config)
+
+    def check_access(self) -> None:
+        """Raise KafkaAccessDenied once the cluster has refused our credentials (polls the client's
+        error events)."""
+        self.client.poll(0)
+        if self._refused is not None:
+            raise refused_access(self._refused, self.config)
 
     # -- metadata ---------------------------------------------------------------------------------
 
@@ -120,12 +144,16 @@ class KafkaAdmin:
         deadline = deadline or Deadline(self.config.timeout_s)
         for attempt in itertools.count():
             try:
-                metadata = self.client.list_topics(timeout=max(0.5, deadline.remaining()))
+                # In growing slices (2 s, 4 s, ...): between them the client's error events are
+                # looked at, so refused credentials are said at once, not after the whole timeout.
+                window = min(deadline.remaining(), 2.0 * 2**attempt)
+                metadata = self.client.list_topics(timeout=max(0.5, window))
                 return {
                     name: ListedTopic(name, len(topic.partitions), name.startswith("__"))
                     for name, topic in metadata.topics.items()
                 }
             except KafkaException as exc:
+                self.check_access()
                 if not is_transient(exc) or not deadline.allows(attempt):
                     raise translate(exc, "listing topics", self.config) from exc
                 self._pause(attempt, "listing topics", exc)
@@ -179,7 +207,7 @@ class KafkaAdmin:
         for name, future in futures.items():
             what = f"describing topic {name}"
             try:
-                desc = wait_for(future, deadline, what, self.config)
+                desc = wait_for(future, deadline, what, self.config, self.check_access)
             except KafkaException as exc:
                 if error_code(exc) in GONE:
                     found[name] = None
@@ -208,7 +236,9 @@ class KafkaAdmin:
         try:
             futures = self.client.describe_configs(resources, request_timeout=self._request_timeout(deadline))
             for resource, future in futures.items():
-                entries = wait_for(future, deadline, f"DescribeConfigs of {resource.name}", self.config)
+                entries = wait_for(
+                    future, deadline, f"DescribeConfigs of {resource.name}", self.config, self.check_access
+                )
                 entry = entries.get("message.timestamp.type")
                 if entry is not None and entry.value:
                     found[resource.name] = str(entry.value)
@@ -590,12 +620,12 @@ class KafkaAdmin:
             futures = self.client.list_offsets(
                 {ktp: offset_spec for ktp in request}, isolation_level=level, request_timeout=timeout
             )
-            return lambda: _gather(futures, deadline, what, self.config)
+            return lambda: _gather(futures, deadline, what, self.config, self.check_access)
 
         def wait() -> OffsetsAnswer:
             answered: dict[KafkaTP, ListOffsetsResultInfo | RdKafkaError] = {}
             for call in calls:
-                answer = wait_for(call, deadline, what, self.config)
+                answer = wait_for(call, deadline, what, self.config, self.check_access)
                 answered.update(answer)
             return answered
 
@@ -680,6 +710,7 @@ def _gather(
     deadline: Deadline,
     what: str,
     config: KafkaConfig,
+    check: Callable[[], None] | None = None,
 ) -> OffsetsAnswer:
     """Per-partition futures of the public ``list_offsets`` as one answer (errors as values)."""
     from confluent_kafka import KafkaException
@@ -687,7 +718,7 @@ def _gather(
     answered: dict[KafkaTP, ListOffsetsResultInfo | RdKafkaError] = {}
     for ktp, future in futures.items():
         try:
-            answered[ktp] = wait_for(future, deadline, what, config)
+            answered[ktp] = wait_for(future, deadline, what, config, check)
         except KafkaException as exc:
             answered[ktp] = exc.args[0]
     return answered

@@ -248,7 +248,7 @@ def _describe_group(admin: KafkaAdmin, group: str, deadline: Deadline) -> tuple[
             [group], request_timeout=max(1.0, deadline.remaining())
         )[group]
         try:
-            desc = wait_for(future, deadline, what, admin.config)
+            desc = wait_for(future, deadline, what, admin.config, admin.check_access)
             coordinator = getattr(desc.coordinator, "id", None)
             return _state_name(desc.state), len(desc.members), coordinator
         except KafkaException as exc:
@@ -272,7 +272,7 @@ def _committed(
         [ConsumerGroupTopicPartitions(group)], request_timeout=max(1.0, deadline.remaining())
     )
     try:
-        result = wait_for(futures[group], deadline, what, admin.config)
+        result = wait_for(futures[group], deadline, what, admin.config, admin.check_access)
     except KafkaException as exc:
         if error_code(exc) == "GROUP_ID_NOT_FOUND":
             return {}, {}
@@ -303,7 +303,8 @@ def _retention_minutes(admin: KafkaAdmin, coordinator: int | None, deadline: Dea
             coordinator = min(admin.client.list_topics(timeout=max(0.5, deadline.remaining())).brokers)
         resource = ConfigResource(ConfigResource.Type.BROKER, str(coordinator))
         futures = admin.client.describe_configs([resource], request_timeout=max(1.0, deadline.remaining()))
-        entries = wait_for(futures[resource], deadline, "describing a broker", admin.config)
+        what = "describing a broker"
+        entries = wait_for(futures[resource], deadline, what, admin.config, admin.check_access)
         entry = entries.get("offsets.retention.minutes")
         return int(entry.value) if entry is not None and entry.value is not None else None
     except (KafkaException, ValueError, RecoveryError) as exc:
@@ -329,7 +330,7 @@ def _alter(
         [request], request_timeout=max(1.0, deadline.remaining())
     )[group]
     try:
-        result = wait_for(future, deadline, what, admin.config)
+        result = wait_for(future, deadline, what, admin.config, admin.check_access)
     except KafkaException as exc:
         if error_code(exc) in _BECAME_ACTIVE:
             raise GroupActive(

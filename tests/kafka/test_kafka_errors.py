@@ -5,7 +5,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError as RdKafkaError
 from confluent_kafka import KafkaException
 
-from recovery.errors import KafkaError, KafkaUnavailable, TopicNotFound
+from recovery.errors import KafkaAccessDenied, KafkaError, KafkaUnavailable, TopicNotFound
 from recovery.kafka._errors import error_code, is_transient, translate
 from recovery.kafka._retry import Deadline, backoff
 from recovery.kafka.admin import admin_for, kafka_admin
@@ -38,10 +38,31 @@ def test_an_unknown_topic_is_topic_not_found() -> None:
 
 
 def test_other_errors_keep_their_code_and_never_a_secret() -> None:
-    error = translate(failure(RdKafkaError.TOPIC_AUTHORIZATION_FAILED, f"denied for {SECRET}"), "x", CONFIG)
+    error = translate(failure(RdKafkaError.POLICY_VIOLATION, f"denied for {SECRET}"), "x", CONFIG)
 
     assert type(error) is KafkaError
-    assert str(error) == "x: TOPIC_AUTHORIZATION_FAILED: denied for [redacted]"
+    assert str(error) == "x: POLICY_VIOLATION: denied for [redacted]"
+
+
+def test_a_missing_acl_and_refused_credentials_are_access_denied_exit_3_never_a_secret() -> None:
+    config = KafkaConfig(
+        "127.0.0.1:1",
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "svc",
+            "sasl.password": SECRET,
+        },
+        timeout_s=2,
+    )
+    acl = translate(failure(RdKafkaError.TOPIC_AUTHORIZATION_FAILED), "describing topic orders", config)
+    assert isinstance(acl, KafkaAccessDenied) and acl.exit_code == 3
+    assert str(acl).startswith("describing topic orders: not authorized (TOPIC_AUTHORIZATION_FAILED)")
+
+    refused = translate(failure(RdKafkaError._AUTHENTICATION, f"bad {SECRET}"), "x", config)
+    assert isinstance(refused, KafkaAccessDenied)
+    assert "refused these credentials (SASL_SSL, SCRAM-SHA-512, user svc): bad [redacted]" in str(refused)
+    assert SECRET not in str(refused)
 
 
 def test_backoff_doubles_up_to_two_seconds() -> None:
