@@ -103,6 +103,9 @@ class _Answered(NamedTuple):
     found: FirstOffsets  # the time lookups of ``times``
 
 
+REFUSAL_FRESH_S = 15.0  # see KafkaAdmin.check_access
+
+
 class KafkaAdmin:
     """An AdminClient with our timeouts, retries and error mapping. Use :func:`admin_for`."""
 
@@ -111,7 +114,8 @@ class KafkaAdmin:
         from confluent_kafka.admin import AdminClient
 
         self.config = config
-        self._refused: str | None = None  # why the cluster refused our credentials, once it has
+        # Why the cluster refused our credentials, and when (monotonic) it last said so.
+        self._refused: tuple[str, float] | None = None
         try:
             settings: dict[str, Any] = {**config.client_config(), "error_cb": self._on_error}
             self.client: AdminClient = AdminClient(settings)
@@ -122,14 +126,17 @@ class KafkaAdmin:
         """librdkafka's error events (served by ``poll``): a refused SASL or TLS handshake is said
         only here; its requests would wait for the whole timeout."""
         if err.name() in AUTHENTICATION:
-            self._refused = scrub(str(err.str()), self.config)
+            self._refused = (scrub(str(err.str()), self.config), time.monotonic())
 
     def check_access(self) -> None:
-        """Raise KafkaAccessDenied once the cluster has refused our credentials (polls the client's
-        error events)."""
+        """Raise KafkaAccessDenied while the cluster refuses our credentials (polls the client's
+        error events). librdkafka tries again at least every reconnect.backoff.max.ms (10 s) and
+        says so each time: a refusal older than :data:`REFUSAL_FRESH_S` is history (credentials
+        fixed since, in a long-running process such as ``fleet serve``)."""
         self.client.poll(0)
-        if self._refused is not None:
-            raise refused_access(self._refused, self.config)
+        refused = self._refused
+        if refused is not None and time.monotonic() - refused[1] < REFUSAL_FRESH_S:
+            raise refused_access(refused[0], self.config)
 
     # -- metadata ---------------------------------------------------------------------------------
 
