@@ -61,9 +61,8 @@ def fleet_group() -> None:
     """Check many streaming jobs at once, as configured in TOML files (docs/fleet.md)."""
 
 
-@fleet_group.command(name="validate")
-@click.argument("directory", metavar="DIR")
-@click.option(
+# fleet validate's and fleet serve's (recovery.fleet.DEFAULT_PARALLEL, not imported: start-up)
+_PARALLEL_OPTION = click.option(
     "--parallel",
     type=click.IntRange(min=1),
     default=8,
@@ -71,6 +70,11 @@ def fleet_group() -> None:
     metavar="N",
     help="Check at most N jobs at a time.",
 )
+
+
+@fleet_group.command(name="validate")
+@click.argument("directory", metavar="DIR")
+@_PARALLEL_OPTION
 @click.option(
     "--job",
     "jobs",
@@ -221,14 +225,7 @@ def _shard(_ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     "the job or its cluster.",
     default="60s",
 )
-@click.option(
-    "--parallel",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    metavar="N",
-    help="Check at most N jobs at a time.",
-)
+@_PARALLEL_OPTION
 @runway_warn_option(
     "AT_RISK threshold for jobs whose conf sets no runway_warn (PT6H, 6h, 1h30m). Default: none."
 )
