@@ -10,7 +10,7 @@ DEPPLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
 BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: demo test check test-fast lint typecheck docs install uninstall jars venv clean cluster
+.PHONY: demo test check test-fast lint typecheck docs install uninstall jars venv clean cluster test-matrix
 
 demo: venv jars
 	$(PY) -m recovery.local.demo
@@ -76,6 +76,39 @@ $(JARS)/%/.complete: jvm/%.pom.xml jvm/settings.xml
 	$(MVN) -f jvm/$*.pom.xml $(DEPPLUGIN):copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS)/$*.tmp
 	touch $(JARS)/$*.tmp/.complete
 	mv $(JARS)/$*.tmp $(JARS)/$*
+
+# The Spark version matrix (docs/spark-versions.md). The primary line is the venv's pyspark (4.2);
+# each other line gets a venv of its own with that pyspark, and jars of its own (jvm/spark-<line>.pom.xml),
+# under .cache/lines/<line>/ and .cache/jars/spark-<line>/: `make line-3.5` builds one. The rig picks
+# the jar set by the running pyspark's line. `make test-matrix` runs the fidelity tests (marker
+# `fidelity`) on every line, primary included, and writes the table from their results.
+SPARK_LINES := 3.5 4.0 4.1
+PINS_3.5 := pyspark==3.5.7 delta-spark==3.3.2
+PINS_4.0 := pyspark==4.0.4 delta-spark==4.0.1
+PINS_4.1 := pyspark==4.1.3 delta-spark==4.4.0
+MATRIX := .cache/matrix
+
+# Kept once made (make deletes a pattern rule's files that no rule names outright, as intermediate).
+.PRECIOUS: $(JARS)/%/.complete .cache/lines/%/.installed
+line-%: $(JARS)/kafka/.complete $(JARS)/spark-%/.complete .cache/lines/%/.installed
+	@true
+.cache/lines/%/.installed: pyproject.toml
+	@test -n "$(PINS_$*)" || { echo "no Spark line $*: the lines are $(SPARK_LINES)" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed")'
+	rm -rf .cache/lines/$*
+	$(PYTHON) -m venv .cache/lines/$*/venv
+	.cache/lines/$*/venv/bin/python -m pip install -q --upgrade pip
+	.cache/lines/$*/venv/bin/python -m pip install -q -e '.[delta,dev]' $(PINS_$*)
+	touch $@
+
+test-matrix: venv jars $(foreach line,$(SPARK_LINES),line-$(line))
+	rm -rf $(MATRIX) && mkdir -p $(MATRIX)
+	$(PY) -m pytest -m fidelity -q -p no:cacheprovider --junitxml=$(MATRIX)/primary.xml || true
+	for line in $(SPARK_LINES); do \
+	  .cache/lines/$$line/venv/bin/python -m pytest -m fidelity -q -p no:cacheprovider \
+	    --junitxml=$(MATRIX)/$$line.xml || true; \
+	done
+	$(PY) -m tests.spark_matrix $(MATRIX) docs/spark-versions.md README.md
 
 clean:
 	rm -rf $(JARS) .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -112,7 +112,11 @@ def kafka_to_delta(
         )
 
     # The sink is this job's Delta table: in clamp mode the gate refuses a repair it would skip.
-    report = prestart_gate(checkpoint, kafka, mode=gate, policy=policy, sink=table)
+    import pyspark  # its version only: spark-submit's pyspark.zip has no package metadata to ask
+
+    report = prestart_gate(
+        checkpoint, kafka, mode=gate, policy=policy, sink=table, spark_version=pyspark.__version__
+    )
     click.echo(f"% gate passed: {'new query' if report is None else 'checkpoint checked'}", err=True)
 
     if local_rig:

@@ -44,6 +44,7 @@ from recovery.core.plan import (
 )
 from recovery.core.results import PartitionLag, RepairResult, StartingOffsets, ValidationReport
 from recovery.core.runway import apply_runway, wanted_positions
+from recovery.core.spark_lines import DEFAULT_LINE, spark_line
 from recovery.core.specs import check_timestamp_ms
 from recovery.core.strategy import StrategyRequest, resolve_strategy
 from recovery.delta.api import DELTA_AT_RISK, delta_source_issues
@@ -65,6 +66,7 @@ from recovery.resume import (
     has_delta_source,
     refuse_without_kafka_source,
     sink_facts,
+    spark_check_issues,
 )
 
 __all__ = [
@@ -94,6 +96,8 @@ def validate_checkpoint(
     runway_warn_s: float | None = None,
     delta_tables: Mapping[str, str] | None = None,
     stamp_cache: StampCache | None = None,
+    spark_version: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> ValidationReport:
     """Compare the position a checkpoint resumes from with what Kafka holds now. Never writes.
     With ``sink`` (the query's Delta sink table), also say whether it would skip batches.
@@ -109,11 +113,17 @@ def validate_checkpoint(
     (:mod:`recovery.core.runway`: one DescribeConfigs and a one-record fetch per partition); with
     ``runway_warn_s`` too, one whose runway is shorter becomes AT_RISK (exit 1). ``stamp_cache``:
     record stamps kept across validations of one cluster (:class:`~recovery.kafka.runway_facts.StampCache`).
+    ``spark_version`` (``3.5.7``, ``3.5``; default the primary line, 4.2): the Spark the query runs, whose
+    words the report gives for each failure, and whose own restart checks it predicts
+    (:mod:`recovery.core.spark_lines`); ``spark_conf``: the query's session settings, where known
+    (``spark.sql.streaming.checkUnfinishedRepartitionOnRestart=false`` turns Spark 4.2's check off).
 
     Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092"), runway_warn_s=6 * 3600)``
     """
+    line = parsed_spark_line(spark_version)
     chk = open_checkpoint(location, storage_options)
     view, issues = checkpoint_view(chk)
+    issues = (*issues, *spark_check_issues(chk, line, spark_conf))
     refuse_without_kafka_source(chk, view)
     if runway_warn_s is not None and runway_warn_s <= 0:
         raise InvalidInput(
@@ -163,7 +173,18 @@ def validate_checkpoint(
         runway_at_ms=at_ms,
         runway_warn_s=runway_warn_s,
         delta_at_risk=delta_at_risk,
+        spark_line=line,
     )
+
+
+def parsed_spark_line(spark_version: str | None) -> str:
+    """The Spark line of ``spark_version`` (None: the default line), or InvalidInput naming it."""
+    if spark_version is None:
+        return DEFAULT_LINE
+    try:
+        return spark_line(spark_version)
+    except ValueError as exc:
+        raise InvalidInput(f"spark_version: {exc}", parameter="spark_version") from None
 
 
 def _with_runway(

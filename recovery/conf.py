@@ -36,6 +36,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from recovery.checkpoint.options import StorageOptions
 from recovery.core.model import GateMode, Isolation
 from recovery.core.runway import parse_runway_warn
+from recovery.core.spark_lines import DEFAULT_LINE, spark_line
 from recovery.errors import ConfigError, InvalidInput, OffsetSpecError
 from recovery.kafka.config import (
     DEFAULT_TIMEOUT_S,
@@ -99,6 +100,7 @@ class JobConf:
     delta_tables: Mapping[str, str] = field(default_factory=dict)
     partition_metrics: bool = True  # fleet serve: per-partition series (False: the job's only)
     interval_s: float | None = None  # fleet serve: how often it is checked (None: its cluster's)
+    spark_line: str = DEFAULT_LINE  # the Spark the query runs (recovery.core.spark_lines)
     storage_shown: StorageOptions = field(default_factory=dict)
     storage_options: StorageOptions = field(default_factory=dict, repr=False)
 
@@ -145,10 +147,17 @@ def _runway_duration(value: object) -> float:
     return _duration(value)
 
 
+def _spark_line(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f'expected a Spark version as a string, such as "3.5" or "4.2.0", not {value!r}')
+    return spark_line(value)
+
+
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 PropertyValue = Annotated[str, BeforeValidator(_property_value)]
 Duration = Annotated[float, BeforeValidator(_duration)]
 RunwayDuration = Annotated[float, BeforeValidator(_runway_duration)]
+SparkLine = Annotated[str, BeforeValidator(_spark_line)]
 
 
 class _Cluster(BaseModel):
@@ -177,6 +186,7 @@ class _Job(BaseModel):
     delta_tables: dict[str, str] = Field(default_factory=dict)
     partition_metrics: bool = True
     interval: Duration | None = None
+    spark_version: SparkLine = DEFAULT_LINE
 
 
 class _File(BaseModel):
@@ -398,6 +408,7 @@ def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
         delta_tables={k: _location(file, v.strip()) for k, v in raw.delta_tables.items()},
         partition_metrics=raw.partition_metrics,
         interval_s=raw.interval,
+        spark_line=raw.spark_version,
         storage_shown=shown,
         storage_options=options,
     )

@@ -309,6 +309,7 @@ def check_job(
             runway_warn_s=runway_warn_s,
             delta_tables=dict(job.delta_tables) or None,
             stamp_cache=stamp_cache,
+            spark_version=job.spark_line,
         )
     except RecoveryError as exc:
         log.info("job %s: %s", job.name, exc)

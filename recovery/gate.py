@@ -19,15 +19,18 @@ the job is what cures them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
-from recovery.api import ValidationReport, plan_repair, validate_checkpoint
+from recovery.api import ValidationReport, parsed_spark_line, plan_repair, validate_checkpoint
 from recovery.apply import apply
 from recovery.checkpoint import checkpoint_lock, open_checkpoint
 from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.store import Store
 from recovery.core.model import GateMode, Isolation, Policy, Strategy
+from recovery.core.restart import Level
+from recovery.core.spark_lines import CANNOT_RESTART, DEFAULT_LINE
 from recovery.core.wording import describe_move, findings_text
-from recovery.errors import GateFailed
+from recovery.errors import GateFailed, InvalidInput
 from recovery.kafka.config import KafkaConfig
 from recovery.topic_ids import record_topic_ids
 
@@ -48,14 +51,25 @@ def prestart_gate(
     storage_options: StorageOptions | None = None,
     sink: str | None = None,
     runway_warn_s: float | None = DEFAULT_GATE_RUNWAY_WARN_S,
+    spark_version: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> ValidationReport | None:
     """Check (and in ``clamp`` mode repair) ``checkpoint`` before the query starts.
 
     Returns the report the query starts with, or None for a new query (no checkpoint yet).
     ``sink``: the query's Delta sink table; clamp mode then refuses a repair the sink would skip.
     ``runway_warn_s``: warn (never refuse) when retention may delete unread records sooner (None: no
-    runway check).
+    runway check). ``spark_version``: the job's own (``pyspark.__version__``), whose words the report
+    gives and whose own restart checks it predicts (a line not verified is warned about, and judged
+    as the default line); ``spark_conf``: the session's settings, where they change those checks.
+    A checkpoint that Spark itself cannot restart from is refused in ``clamp`` mode too: no repair
+    cures it (the report says what does).
     """
+    try:
+        parsed_spark_line(spark_version)
+    except InvalidInput as exc:  # a job must not be kept from starting by its Spark's name alone
+        log.warning("%s; failures are judged and worded as Spark %s does", exc, DEFAULT_LINE)
+        spark_version = None
     store = Store(checkpoint, storage_options)
     if not store.exists("metadata"):
         return None  # a new query: Spark starts from startingOffsets, nothing to check
@@ -67,6 +81,8 @@ def prestart_gate(
         sink=sink,
         runway=runway_warn_s is not None,
         runway_warn_s=runway_warn_s,
+        spark_version=spark_version,
+        spark_conf=spark_conf,
     )
     _warn_runway(checkpoint, report)
     if not report.needs_repair:
@@ -74,12 +90,17 @@ def prestart_gate(
             record_topic_ids(open_checkpoint(checkpoint, storage_options), report.topic_ids, "prestart gate")
         return report
     repair = [f for f in report.findings if f.needs_repair]
-    text = f"{checkpoint}: the query would not restart cleanly:\n{findings_text(repair or report.findings)}"
+    # The checkpoint's own errors first (Spark failing before it reads Kafka), then the partitions.
+    said = [i.message for i in report.issues if i.level is Level.ERROR]
+    said.append(findings_text(repair or report.findings, report.spark_line))
+    text = f"{checkpoint}: the query would not restart cleanly:\n" + "\n".join(said)
     if mode is GateMode.WARN:
         log.warning("%s", text)
         return report
     if mode is GateMode.FAIL:
         raise GateFailed(f"{text}\nRun `plan_repair({checkpoint!r}, kafka)` to see the repair plan.")
+    if any(i.level is Level.ERROR and CANNOT_RESTART in i.message for i in report.issues):
+        raise GateFailed(f"{text}\nNo repair cures this; nothing was written.")
     plan = plan_repair(
         checkpoint, kafka, strategy, policy, isolation=isolation, storage_options=storage_options, sink=sink
     )
@@ -105,6 +126,8 @@ def prestart_gate(
         sink=sink,
         runway=runway_warn_s is not None,
         runway_warn_s=runway_warn_s,
+        spark_version=spark_version,
+        spark_conf=spark_conf,
     )
 
 

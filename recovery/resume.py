@@ -9,6 +9,7 @@ line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
@@ -23,9 +24,10 @@ from recovery.core.model import (
     SourcePosition,
     TopicPartition,
 )
+from recovery.core.spark_lines import restart_check_failure
 from recovery.core.specs import MAX_TIMESTAMP_MS
 from recovery.delta.log import app_transaction_version
-from recovery.errors import InvalidInput
+from recovery.errors import CheckpointFormatError, InvalidInput
 from recovery.kafka.admin import admin_for
 from recovery.kafka.cluster import cluster_with_times, first_offsets_at_times
 from recovery.kafka.config import KafkaConfig
@@ -72,6 +74,26 @@ def checkpoint_view(chk: Checkpoint) -> tuple[CheckpointView, tuple[Issue, ...]]
         recorded_topic_ids=ids,
     )
     return view, (*state.issues, *id_issues)
+
+
+def spark_check_issues(
+    chk: Checkpoint, line: str, spark_conf: Mapping[str, str] | None = None
+) -> tuple[Issue, ...]:
+    """Spark ``line``'s own failure on restart, before any source is read
+    (:func:`recovery.core.spark_lines.restart_check_failure`), as an issue; () when none."""
+    state = chk.restart_state()
+    n = state.latest_offsets
+    if n is None or n == 0 or state.next_run is not NextRun.RERUN_BATCH:
+        return ()
+    conf_of: dict[int, dict[str, str] | None] = {}
+    for batch in (n - 1, n):
+        try:
+            metadata = chk.offsets(batch).metadata
+        except CheckpointFormatError:  # a missing offsets/N-1 is an issue of its own already
+            return ()
+        conf_of[batch] = dict(metadata.conf) if metadata is not None else None
+    issue = restart_check_failure(line, state, conf_of, spark_conf)
+    return (issue,) if issue is not None else ()
 
 
 def refuse_without_kafka_source(chk: Checkpoint, view: CheckpointView) -> None:

@@ -53,10 +53,24 @@ def needs_rig(item: pytest.Item) -> bool:
     return "integration" in item.path.parts or bool(fixtures & RIG_FIXTURES)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def _line(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from recovery.local.jars import installed_spark_line
+
     for item in items:
         if needs_rig(item) and item.get_closest_marker("integration") is None:
             item.add_marker(pytest.mark.integration)
+    # A test of a format or mode an older Spark line lacks is not run there (deselected: the matrix
+    # says "not in this line", never "skipped" or "passed").
+    since = [(i, _line(m.args[0])) for i in items if (m := i.get_closest_marker("spark_since"))]
+    running = _line(installed_spark_line()) if since else ()
+    older = [i for i, line in since if line > running]
+    if older:
+        config.hook.pytest_deselected(items=older)
+        items[:] = [i for i in items if i not in older]
 
 
 def _java_children(pid: int) -> set[int]:

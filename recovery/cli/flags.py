@@ -51,6 +51,7 @@ FLAGS: dict[str, str] = {
     "shift_by": "--shift-by",
     "sink": "--sink",
     "source_id": "--source",
+    "spark_version": "--spark-version",
     "tables": "--table",
     "take_over": "--take-over",
     "to_datetime": "--to-datetime",

@@ -407,6 +407,17 @@ def runway_warn_option(help: str = RUNWAY_WARN_HELP) -> Callable[[F], F]:
     return click.option("--runway-warn", "runway_warn_s", metavar="DURATION", callback=_duration_s, help=help)
 
 
+SPARK_VERSION_HELP = (
+    "The Spark the query runs (3.5, 4.0, 4.1, 4.2 or a full version): SPARK-ON-RESTART gives that "
+    "version's words; JSON keeps the version-neutral spark_error beside them.  [default: 4.2]"
+)
+
+
+def spark_version_option(help: str = SPARK_VERSION_HELP) -> Callable[[F], F]:
+    """``--spark-version VERSION``: the command receives ``spark_version: str | None``."""
+    return click.option("--spark-version", "spark_version", metavar="VERSION", help=help)
+
+
 def duration_option(flag: str, dest: str, help: str, *, default: str | None = None) -> Callable[[F], F]:
     """A ``DURATION`` option (PT6H, 6h, 1h30m, 2d): the command receives ``dest`` in seconds; with no
     ``default`` it is required."""

@@ -14,7 +14,13 @@ from contextlib import contextmanager
 
 import click
 
-from recovery.api import export_positions, repair_checkpoint, starting_offsets, validate_checkpoint
+from recovery.api import (
+    export_positions,
+    parsed_spark_line,
+    repair_checkpoint,
+    starting_offsets,
+    validate_checkpoint,
+)
 from recovery.cli import render
 from recovery.cli.options import (
     accept_sink_skip_option,
@@ -27,6 +33,7 @@ from recovery.cli.options import (
     output_option,
     runway_warn_option,
     sink_option,
+    spark_version_option,
     storage_option,
     strategy_options,
     topic_option,
@@ -49,6 +56,7 @@ judged_isolation = isolation_option(
 @judged_isolation
 @sink_option()
 @runway_warn_option()
+@spark_version_option()
 @click.option(
     "--no-runway",
     "no_runway",
@@ -71,6 +79,7 @@ def validate_cmd(
     isolation: Isolation,
     sink: str | None,
     runway_warn_s: float | None,
+    spark_version: str | None,
     no_runway: bool,
     delta_tables: tuple[str, ...],
     storage_options: dict[str, str],
@@ -105,6 +114,7 @@ def validate_cmd(
             runway=not no_runway,
             runway_warn_s=runway_warn_s,
             delta_tables=tables,
+            spark_version=spark_version,
         )
     if output == "json":
         render.emit_json(report.report_body(result))
@@ -133,6 +143,10 @@ def validate_cmd(
 @judged_isolation
 @sink_option()
 @accept_sink_skip_option
+@spark_version_option(
+    "The Spark the query runs (3.5, 4.0, 4.1, 4.2 or a full version): the JSON's spark_says gives that "
+    "version's words for each partition's failure.  [default: 4.2]"
+)
 @storage_option
 @output_option()
 def repair_cmd(
@@ -148,6 +162,7 @@ def repair_cmd(
     isolation: Isolation,
     sink: str | None,
     accept_sink_skip: bool,
+    spark_version: str | None,
     storage_options: dict[str, str],
     output: str,
 ) -> None:
@@ -160,6 +175,8 @@ def repair_cmd(
 
     Example: stream-recovery repair /data/chk -b kafka:9092 --max-loss-records 1000 --execute
     """
+
+    line = parsed_spark_line(spark_version)  # before anything is read: only the JSON's words use it
 
     def repair(execute: bool) -> RepairResult:
         return repair_checkpoint(
@@ -184,7 +201,7 @@ def repair_cmd(
         if write_export:
             write_export(_export_text(result.plan))
     if output == "json":
-        render.emit_json(report.repair_body(result))
+        render.emit_json(report.repair_body(result, line))
     else:
         render.note(report.context_line(result.plan))
         rows, summary = report.repair_table(result)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from recovery.core.model import Finding, Isolation, Plan, Runway, StartingOffset, TopicPartition, Verdict
 from recovery.core.restart import Issue, Level
+from recovery.core.spark_lines import DEFAULT_LINE
 from recovery.errors import ExitCode
 
 
@@ -32,6 +33,7 @@ class ValidationReport:
     runway_warn_s: float | None = None  # the AT_RISK threshold they were judged with (None: none)
     # Delta sources whose table's cleanup may soon remove what they need (their warnings' text)
     delta_at_risk: tuple[str, ...] = ()
+    spark_line: str = DEFAULT_LINE  # the Spark the query runs, whose words say each failure
 
     @property
     def needs_action(self) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from recovery.core.model import Finding, Move
+from recovery.core.spark_lines import DEFAULT_LINE, says
 
 
 def record_count(n: int, upper_bound: bool) -> str:
@@ -24,29 +25,29 @@ def describe_move(m: Move) -> str:
     return f"{m.tp} {old} -> {new} (lost {lost}, skipped {skipped}, replayed {m.replayed})"
 
 
-def describe_finding(f: Finding) -> str:
+def describe_finding(f: Finding, line: str = DEFAULT_LINE) -> str:
     """``orders [0] BELOW_LOG_START: checkpoint 100, log [250, 900): 150 records lost; on restart
     Spark fails with KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE``."""
     where = f"checkpoint {f.position if f.position is not None else '-'}"
     if f.available is not None:
         where += f", log [{f.available.start}, {f.available.end})"
     lost = f"{record_count(f.records_lost, f.upper_bound)} records lost; " if f.records_lost else ""
-    return (
-        f"{f.tp} {f.verdict.value}: {where}: {lost}on restart {spark_outcome(f)}. {f.detail}".rstrip(". ")
-        + "."
-    )
+    outcome = spark_outcome(f, line=line)
+    return f"{f.tp} {f.verdict.value}: {where}: {lost}on restart {outcome}. {f.detail}".rstrip(". ") + "."
 
 
-def spark_outcome(f: Finding, *, short: bool = False) -> str:
-    """What Spark does on restart: fails with an error condition, silently skips records, or runs."""
+def spark_outcome(f: Finding, *, short: bool = False, line: str = DEFAULT_LINE) -> str:
+    """What Spark does on restart: fails (in Spark ``line``'s words: an error condition from 4.0 on,
+    an exception and its message's start on 3.5), silently skips records, or runs."""
     if f.spark_error:
-        return f.spark_error if short else f"Spark fails with {f.spark_error}"
+        said = says(f, line)
+        return str(said) if short else f"Spark fails with {said}"
     if f.silently_skipped:
         n = record_count(f.silently_skipped, f.upper_bound)
         return f"runs, silently skips {n}" if short else f"Spark silently skips {n} records"
     return "runs" if short else "Spark runs"
 
 
-def findings_text(findings: Iterable[Finding]) -> str:
-    lines = [describe_finding(f) for f in findings if f.needs_action]
+def findings_text(findings: Iterable[Finding], line: str = DEFAULT_LINE) -> str:
+    lines = [describe_finding(f, line) for f in findings if f.needs_action]
     return "\n".join(lines) if lines else "all partitions OK"

@@ -3,6 +3,9 @@
 ``make jars`` copies two closures into the repository's ``.cache/jars/`` (override with
 ``STREAM_RECOVERY_JARS``): ``kafka/`` (broker + kafka-tools + log4j2) and ``spark/`` (Kafka connector +
 Delta). The two are never mixed: the broker runs kafka-clients 4.x, Spark's connector 3.9.x.
+
+Each other Spark line of the version matrix has its own set, ``spark-<line>/`` (``make line-3.5``),
+used by the venv holding that line's pyspark: the set follows the running pyspark, never a setting.
 """
 
 from __future__ import annotations
@@ -21,11 +24,33 @@ def jar_root() -> Path:
     return Path(os.environ.get("STREAM_RECOVERY_JARS", _REPO_ROOT / ".cache" / "jars"))
 
 
+# The Spark line `make jars` fetches into spark/ (pyproject's `spark` extra); the others are matrix lines.
+PRIMARY_SPARK_LINE = "4.2"
+
+
+def installed_spark_line() -> str:
+    """The installed pyspark's line, ``major.minor``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return ".".join(version("pyspark").split(".")[:2])
+    except PackageNotFoundError:
+        raise RigError("pyspark is not installed: run `make venv` (the rig's Spark)") from None
+
+
+def spark_set() -> str:
+    """The jar set for the installed pyspark: ``spark`` for the primary line, else ``spark-<line>``."""
+    line = installed_spark_line()
+    return "spark" if line == PRIMARY_SPARK_LINE else f"spark-{line}"
+
+
 def jar_dir(name: str) -> Path:
-    """The complete jar directory ``name`` (``kafka`` or ``spark``), or a RigError saying how to get it."""
+    """The complete jar directory ``name`` (``kafka``, ``spark`` or ``spark-<line>``), or a RigError
+    saying how to get it."""
     path = jar_root() / name
     if not (path / ".complete").exists():
-        raise RigError(f"{path}: the {name} jars are missing; run `make jars` to fetch them with Maven")
+        target = f"line-{name.removeprefix('spark-')}" if name.startswith("spark-") else "jars"
+        raise RigError(f"{path}: the {name} jars are missing; run `make {target}` to fetch them with Maven")
     return path
 
 
@@ -42,12 +67,14 @@ def split_jar_name(path: Path) -> tuple[str, str]:
 
 
 def artifact_version(name: str, artifact: str) -> str:
-    """The version of ``artifact`` in jar set ``name``, e.g. ``artifact_version("kafka", "kafka_2.13")``."""
+    """The version of ``artifact`` in jar set ``name``, e.g. ``artifact_version("kafka", "kafka_2.13")``;
+    an ``artifact`` ending in ``_`` matches any suffix (``delta-spark_`` finds ``delta-spark_4.2_2.13``)."""
     for path in jars(name):
         found, version = split_jar_name(path)
-        if found == artifact:
+        if found == artifact or (artifact.endswith("_") and found.startswith(artifact)):
             return version
-    raise RigError(f"{jar_dir(name)}: no {artifact} jar; run `make clean jars`")
+    target = f"line-{name.removeprefix('spark-')}" if name.startswith("spark-") else "clean jars"
+    raise RigError(f"{jar_dir(name)}: no {artifact} jar; run `make {target}`")
 
 
 def versions() -> dict[str, str]:
@@ -60,13 +87,14 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             return "not installed"
 
+    spark = spark_set()
     return {
         "Kafka broker": artifact_version("kafka", "kafka_2.13"),
         "pyspark": dist("pyspark"),
-        "spark-sql-kafka-0-10": artifact_version("spark", "spark-sql-kafka-0-10_2.13"),
-        "spark-token-provider-kafka-0-10": artifact_version("spark", "spark-token-provider-kafka-0-10_2.13"),
-        "kafka-clients (Spark)": artifact_version("spark", "kafka-clients"),
-        "delta-spark (JVM)": artifact_version("spark", "delta-spark_4.2_2.13"),
+        "spark-sql-kafka-0-10": artifact_version(spark, "spark-sql-kafka-0-10_"),
+        "spark-token-provider-kafka-0-10": artifact_version(spark, "spark-token-provider-kafka-0-10_"),
+        "kafka-clients (Spark)": artifact_version(spark, "kafka-clients"),
+        "delta-spark (JVM)": artifact_version(spark, "delta-spark_"),
         "delta-spark (Python)": dist("delta-spark"),
         "confluent-kafka": dist("confluent-kafka"),
         "deltalake": dist("deltalake"),

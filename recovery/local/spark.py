@@ -8,13 +8,15 @@ exactly one copy of each class is on the path. No Ivy: the jars come from ``make
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from recovery.local.jars import jars, split_jar_name
+from recovery.core.spark_lines import condition_of
+from recovery.local.jars import jars, spark_set, split_jar_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,7 +29,7 @@ def spark_jars() -> list[Path]:
     import pyspark
 
     bundled = {split_jar_name(p)[0] for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return [p for p in jars("spark") if split_jar_name(p)[0] not in bundled]
+    return [p for p in jars(spark_set()) if split_jar_name(p)[0] not in bundled]
 
 
 def local_spark(app_name: str = "stream-recovery-rig", conf: Mapping[str, str] | None = None) -> SparkSession:
@@ -108,11 +110,19 @@ def error_conditions(exc: BaseException) -> list[tuple[str, str | None, str]]:
     chain: list[tuple[str, str | None, str]] = []
     throwable = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
     while throwable is not None and len(chain) < 25:
-        try:
-            condition = str(throwable.getCondition())
-        except Py4JError:
-            condition = None
+        condition = None
+        for name in ("getCondition", "getErrorClass"):  # getErrorClass before Spark 4.0
+            with contextlib.suppress(Py4JError):
+                found = getattr(throwable, name)()
+                condition = None if found is None else str(found)
+                break
         message = str(throwable.getMessage() or "").strip()
         chain.append((str(throwable.getClass().getName()), condition, message))
         throwable = throwable.getCause()
     return chain
+
+
+def failure_conditions(chain: list[tuple[str, str | None, str]]) -> list[str]:
+    """The error conditions along :func:`error_conditions`' chain, outermost first. Spark 3.5's Kafka
+    source raises none: there, its message says which one it is (``spark_lines.condition_of``)."""
+    return [c for _, condition, message in chain if (c := condition or condition_of(message))]

@@ -151,6 +151,7 @@ def test_validate_and_repair_a_ledger_after_retention_loss(
         "log_end_offset",
         "records_lost",
         "spark_error",
+        "spark_says",
         "silently_skipped",
         "detail",
         "records_lost_upper_bound",

@@ -154,6 +154,7 @@ def test_validate_rows_name_the_ledger_offset() -> None:
         "log_end_offset": 900,
         "records_lost": 150,
         "spark_error": "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE",
+        "spark_says": "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE",
         "silently_skipped": 150,
         "detail": "records [100, 250) were deleted before the job read them",
         "records_lost_upper_bound": False,

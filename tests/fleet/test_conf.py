@@ -138,7 +138,8 @@ BAD = [
     pytest.param(
         JOB + "checkpont = 'x'\n",
         "job.orders.checkpont: unknown key (expected checkpoint, cluster, delta_tables, gate, hold, "
-        "interval, isolation, partition_metrics, runway_warn, sink, storage_options, storage_options_env)",
+        "interval, isolation, partition_metrics, runway_warn, sink, spark_version, storage_options, "
+        "storage_options_env)",
         id="typo-in-job",
     ),
     pytest.param(
@@ -323,10 +324,10 @@ def test_conf_check_lists_clusters_and_jobs_without_secrets(
         f"local    h:1 ($KAFKA_BOOTSTRAP_SERVERS)  5s       {'':{len(props)}}  conf/clusters.toml",
         f"prod     kafka-1:9093,kafka-2:9093       30s      {props}  conf/clusters.toml",
         "",
-        "JOB     CLUSTER  CHECKPOINT            ISOLATION         GATE  SINK  RUNWAY-WARN  STORAGE-OPTIONS"
-        "                FILE",
-        f"clicks  local    /chk/clicks           read_uncommitted  fail  {'':48}  conf/jobs.toml",
-        "orders  prod     s3://lake/chk/orders  read_uncommitted  fail        6h           "
+        "JOB     CLUSTER  CHECKPOINT            ISOLATION         SPARK  GATE  SINK  RUNWAY-WARN  "
+        "STORAGE-OPTIONS                FILE",
+        f"clicks  local    /chk/clicks           read_uncommitted  4.2    fail  {'':48}  conf/jobs.toml",
+        "orders  prod     s3://lake/chk/orders  read_uncommitted  4.2    fail        6h           "
         "secret=$AWS_SECRET_ACCESS_KEY  conf/jobs.toml",
     ]
     assert result.stderr == "% 2 clusters and 2 jobs in 2 files (conf)\n"
@@ -356,6 +357,7 @@ def test_conf_check_json(conf_dir: Path) -> None:
         "cluster": "prod",
         "checkpoint": "s3://lake/chk/orders",
         "isolation": "read_uncommitted",
+        "spark_version": "4.2",
         "gate": "fail",
         "sink": None,
         "runway_warn_s": 21600.0,
@@ -502,3 +504,25 @@ def test_a_bad_interval_names_the_file_and_key(conf_dir: Path) -> None:
     write(conf_dir, "a.toml", CLUSTER + JOB + 'interval = "often"\n')
     with pytest.raises(ConfigError, match=r"a\.toml: job\.orders\.interval: expected a duration"):
         load_conf(conf_dir, environ={})
+
+
+def test_a_job_names_its_spark_and_fleet_validate_words_failures_as_it_does(conf_dir: Path) -> None:
+    conf = load_conf(write(conf_dir, "a.toml", CLUSTER + JOB + 'spark_version = "3.5.7"\n'), environ={})
+    assert conf.jobs["orders"].spark_line == "3.5"
+    plain = load_conf(write(conf_dir, "a.toml", CLUSTER + JOB), environ={})
+    assert plain.jobs["orders"].spark_line == "4.2"  # the documented default
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("3.5", "expected a Spark version as a string"),  # a TOML float
+        ('"3.4"', "Spark 3.4 is not a line this tool was verified on (3.5, 4.0, 4.1, 4.2)"),
+        ('"latest"', "'latest' is not a Spark version"),
+    ],
+)
+def test_a_bad_spark_version_names_the_file_and_key(conf_dir: Path, value: str, problem: str) -> None:
+    write(conf_dir, "a.toml", CLUSTER + JOB + f"spark_version = {value}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_conf(conf_dir, environ={})
+    assert f"a.toml: job.orders.spark_version: {problem}" in str(caught.value)

@@ -33,6 +33,7 @@ ROW_KEYS = [
     "partitions",
     "records_lost",
     "silently_skipped",
+    "spark_version",
     "spark_error",
     "on_restart",
     "runway_s",

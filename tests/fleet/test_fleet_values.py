@@ -3,6 +3,8 @@ job's verdict, and the most urgent job decides the exit code (1 > 2 > 3 > 0)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from recovery.cli.report.fleet import fleet_notes, fleet_rows, format_duration, summary_line
@@ -147,6 +149,7 @@ def test_rows_and_notes() -> None:
         "partitions": None,
         "records_lost": None,
         "silently_skipped": None,
+        "spark_version": "4.2",
         "spark_error": None,
         "on_restart": None,
         "runway_s": None,
@@ -163,6 +166,7 @@ def test_rows_and_notes() -> None:
         "partitions": 3,
         "records_lost": 20,
         "silently_skipped": 20,
+        "spark_version": "4.2",
         "spark_error": COULD_NOT_READ,
         "on_restart": COULD_NOT_READ,
         "runway_s": None,
@@ -204,4 +208,14 @@ def test_jobs_with_the_same_detail_share_a_note() -> None:
     ]
     assert fleet_notes(FleetReport("conf", jobs))[0] == (
         "dr-0, dr-1, dr-2 and 3 more jobs: cluster dr: listing topics: no answer"
+    )
+
+
+def test_a_job_on_spark_3_5_is_told_in_its_spark_s_words() -> None:
+    job = replace(LOSS.job, spark_line="3.5")
+    row = fleet_rows(FleetReport("conf", (JobResult(job, report=LOSS.report),)))[0]
+    assert (row["spark_version"], row["spark_error"]) == ("3.5", COULD_NOT_READ)  # the neutral name kept
+    assert (
+        row["on_restart"]
+        == "IllegalStateException: Cannot fetch offset 100 (GroupId: …, TopicPartition: orders-1)"
     )

@@ -7,6 +7,8 @@ import pytest
 from pyspark.sql import SparkSession
 from streaming_job import Job
 
+from recovery.local.jars import versions
+
 
 @pytest.fixture
 def job(spark: SparkSession, bootstrap: str, tmp_path: Path) -> Callable[..., Job]:
@@ -16,3 +18,10 @@ def job(spark: SparkSession, bootstrap: str, tmp_path: Path) -> Callable[..., Jo
         return Job(spark, bootstrap, topic, tmp_path, dict(options))
 
     return make
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _versions_in_results(record_testsuite_property: Callable[[str, object], None]) -> None:
+    """The versions this run used, as properties of a JUnit report (`make test-matrix`'s table)."""
+    for name, value in versions().items():
+        record_testsuite_property(name, value)

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from recovery.cli import cli
 from recovery.local.pipeline import run_once
-from recovery.local.spark import error_conditions
+from recovery.local.spark import error_conditions, failure_conditions
 
 NOW = int(time.time()) * 1000
 
@@ -79,12 +79,21 @@ class Job:
 
     def restart_conditions(self) -> set[str]:
         """Restart; return the source's error condition (the deepest in the cause chain, below
-        STREAM_FAILED and task-failure wrappers), or nothing if the query ran."""
+        STREAM_FAILED and task-failure wrappers; on Spark 3.5 the one its message is), or nothing if
+        the query ran."""
         try:
             self.run()
         except StreamingQueryException as exc:
-            return {[c for _, c, _ in error_conditions(exc) if c][-1]}
+            return {failure_conditions(error_conditions(exc))[-1]}
         return set()
+
+    def restart_failure(self) -> list[tuple[str, str | None, str]]:
+        """Restart; return the failure's cause chain (Java class, condition, message)."""
+        try:
+            self.run()
+        except StreamingQueryException as exc:
+            return error_conditions(exc)
+        raise AssertionError("the query ran")
 
     def cli(self, *args: str, expect: int) -> dict[str, Any]:
         result = CliRunner().invoke(

@@ -28,14 +28,19 @@ from recovery.checkpoint import NextRun, list_backups, open_checkpoint, restore_
 from recovery.checkpoint.crc import checksum_file
 from recovery.cli import main
 from recovery.core.model import TopicPartition
+from recovery.local.jars import installed_spark_line
 from recovery.local.pipeline import run_once
+
+pytestmark = pytest.mark.fidelity  # run on every Spark line by `make test-matrix`
 
 # Spark 4.1+ moved the checkpoint file managers to ...streaming.checkpointing (checked in the
 # spark-sql_2.13-4.2.0 jar: org/apache/spark/sql/execution/streaming/checkpointing/
-# FileSystemBasedCheckpointFileManager.class).
+# FileSystemBasedCheckpointFileManager.class); 3.5 and 4.0 keep them in ...streaming.
 FILE_MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"
 FILE_SYSTEM_MANAGER = (
-    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+    "org.apache.spark.sql.execution.streaming.{}FileSystemBasedCheckpointFileManager".format(
+        "checkpointing." if installed_spark_line() not in ("3.5", "4.0") else ""
+    )
 )
 
 

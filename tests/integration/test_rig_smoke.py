@@ -18,9 +18,11 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 from recovery.local import topics
-from recovery.local.jars import versions
+from recovery.local.jars import PRIMARY_SPARK_LINE, installed_spark_line, versions
 from recovery.local.pipeline import run_once
-from recovery.local.spark import error_conditions, jvm_versions
+from recovery.local.spark import error_conditions, failure_conditions, jvm_versions
+
+pytestmark = pytest.mark.fidelity  # run on every Spark line by `make test-matrix`
 
 # CreateTime of the records: recent, or the broker's default 7-day retention deletes them at once.
 BASE_TS = int(time.time()) * 1000
@@ -75,7 +77,9 @@ def pipeline(spark: SparkSession, bootstrap: str, tmp_path: Path) -> Pipeline:
 def test_versions_are_the_pinned_ones(spark: SparkSession) -> None:
     used = versions()
     loaded = jvm_versions(spark)
-    assert used["pyspark"] == loaded["Spark (JVM)"] == used["spark-sql-kafka-0-10"] == "4.2.0"
+    assert used["pyspark"] == loaded["Spark (JVM)"] == used["spark-sql-kafka-0-10"]
+    if installed_spark_line() == PRIMARY_SPARK_LINE:
+        assert used["pyspark"] == "4.2.0"
     assert loaded["kafka-clients (loaded by Spark)"] == used["kafka-clients (Spark)"]
     assert loaded["Delta (loaded by Spark)"] == used["delta-spark (JVM)"] == used["delta-spark (Python)"]
     assert used["Kafka broker"].startswith("4.")
@@ -115,8 +119,7 @@ def test_delete_records_past_the_checkpoint_makes_spark_fail_with_data_loss(
 
     chain = restart_failure(spark, **pipeline(topic))
 
-    conditions = [condition for _, condition, _ in chain]
-    assert "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE" in conditions, chain
+    assert "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE" in failure_conditions(chain), chain
     messages = " ".join(message for _, _, message in chain)
     assert "Some data may have been lost because they are not available in Kafka any more" in messages
     # Nothing past the checkpoint was written: the failed batch is not committed.
@@ -146,7 +149,7 @@ def test_time_retention_deleting_segments_makes_spark_fail_with_data_loss(
 
     chain = restart_failure(spark, **pipeline(topic))
 
-    assert "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE" in [c for _, c, _ in chain], chain
+    assert "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE" in failure_conditions(chain), chain
 
 
 def test_recreated_topic_with_fewer_records_makes_spark_fail_with_offset_changed(
@@ -162,7 +165,8 @@ def test_recreated_topic_with_fewer_records_makes_spark_fail_with_offset_changed
 
     chain = restart_failure(spark, **pipeline(topic))
 
-    conditions = [c for _, c, _ in chain]
-    assert "KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED" in conditions, chain
+    assert "KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED" in failure_conditions(chain), chain
     # Spark names the first partition it checks; every partition went from 333 or 334 down to 10.
-    assert re.search(r"Partition \S+-[012] offset was changed from 33[34] to 10\.", str(chain)), chain
+    # (Spark 3.5 says "Partition t-0's offset was changed from 333 to 10, some data ...".)
+    changed = r"Partition \S+-[012](?:'s)? offset was changed from 33[34] to 10[.,]"
+    assert re.search(changed, " ".join(message for _, _, message in chain)), chain

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from click.testing import CliRunner
 from confluent_kafka import Producer
 from streaming_job import NOW, Job, offsets, predicted, verdicts
 
 from recovery.cli import cli
 from recovery.local import topics
+
+pytestmark = pytest.mark.fidelity  # run on every Spark line by `make test-matrix`
 
 CHANGED = "KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED"
 DELETED = "KAFKA_DATA_LOSS.PARTITIONS_DELETED"
@@ -294,3 +297,38 @@ def test_an_open_transaction_after_spark_failed_once_is_still_waited_for(job, ne
     j.run()  # aborted: nothing of it is ever delivered, nothing twice
     rows = j.rows()
     assert len(rows) == len(set(rows)) == 50
+
+
+def test_a_rate_limited_query_is_predicted_and_repaired_as_any_other(
+    job, new_topic, produce, bootstrap
+) -> None:
+    """maxOffsetsPerTrigger: Trigger.AvailableNow runs several batches of at most 30 records; the
+    batch after the loss starts at the deleted offsets whatever its limit, and the repair moves the
+    last batch's end, so the next run reads on from the log start in batches again."""
+    topic = new_topic(2)
+    produce(topic, 100, partitions=2, timestamp_ms=NOW)  # 50 per partition
+    j = job(topic, maxOffsetsPerTrigger="30")
+    j.run()
+    assert len([p for p in (j.checkpoint / "offsets").iterdir() if p.name.isdigit()]) >= 4  # 100 / 30
+    produce(topic, 40, partitions=2, start=100, timestamp_ms=NOW)  # offsets 50..69 per partition
+    topics.delete_records(bootstrap, topic, {0: 60})
+    before = j.rows()
+
+    report = j.validate(expect=1)
+    assert verdicts(report) == {
+        (topic, 0): ("BELOW_LOG_START", COULD_NOT_READ, 10),
+        (topic, 1): ("OK", None, 0),
+    }
+    assert skipped(report) == 10
+    assert j.copy("unrepaired").restart_conditions() == predicted(report)
+    lenient = j.lenient("lenient")
+    lenient.run()
+    assert 40 - len([r for r in lenient.rows() if r not in before]) == skipped(report)
+
+    plan = j.repair()
+    assert [(c["partition"], c["old"], c["new"]) for c in plan["changes"]] == [(0, 50, 60)]
+    assert plan["totals"] == {"lost": 10, "skipped": 0, "replayed": 0}
+    j.run()
+    rows = j.rows()
+    assert rows == offsets(topic, {0: [*range(50), *range(60, 70)], 1: range(70)})
+    assert len(rows) == len(set(rows))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,11 @@ from pyspark.errors import StreamingQueryException
 from streaming_job import NOW, offsets, predicted, tree_digest, verdicts
 
 from recovery.local import topics
+from recovery.local.jars import installed_spark_line
 from recovery.local.pipeline import InjectedCrash
+from recovery.local.spark import failure_conditions
+
+pytestmark = pytest.mark.fidelity  # run on every Spark line by `make test-matrix`
 
 # -- scenarios -----------------------------------------------------------------------------------
 
@@ -40,7 +45,16 @@ def test_retention_loss_after_a_committed_batch(job, new_topic, produce, bootstr
         (topic, 1): ("BELOW_LOG_START", "KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE", 15),
         (topic, 2): ("OK", None, 0),
     }
-    assert j.copy("unrepaired").restart_conditions() <= predicted(report) != set()
+    chain = j.copy("unrepaired").restart_failure()
+    assert {failure_conditions(chain)[-1]} <= predicted(report) != set()
+    # What the running Spark prints is what `--spark-version` says it prints (3.5: its own words).
+    worded = j.validate("--spark-version", installed_spark_line(), expect=1)
+    said = {r["spark_says"] for r in worded["partitions"] if r["spark_says"]}
+    printed = "\n".join(
+        f"{cls.rsplit('.', 1)[-1]}: {message} [{condition}]" for cls, condition, message in chain
+    )
+    # Spark fails on the first partition it reads, either of the two; "…" stands for the group id.
+    assert any(re.search(re.escape(text).replace("…", ".*?"), printed) for text in said), (said, printed)
 
     plan = j.repair()
     assert plan["totals"] == {"lost": 25, "skipped": 0, "replayed": 0}

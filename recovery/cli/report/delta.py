@@ -20,7 +20,8 @@ JSON keys (``--output json``; tested in tests/delta):
   ``isolation``, ``needs_action``, ``pending_batch`` (``data_table``, ``batch_id``, ``end``: a
   batch the data table holds and the ledger does not, judged as written; null), ``partitions``:
   ``topic``, ``partition``, ``verdict``, ``ledger_offset``, ``batch_end``, ``log_start_offset``,
-  ``log_end_offset``, ``records_lost``, ``spark_error``, ``silently_skipped``, ``detail``.
+  ``log_end_offset``, ``records_lost``, ``spark_error``, ``spark_says`` (as Spark 4 says it),
+  ``silently_skipped``, ``detail``.
 * ``ledger repair``: one object: ``table``, ``pipeline``, ``from_version``, ``batch_id``,
   ``strategy``, ``isolation``, ``partitions`` (as for ``validate``, plus ``on_restart``), ``moves``
   (``topic``, ``partition``, ``verdict``, ``old``, ``new``, ``lost``, ``skipped``, ``replayed``,

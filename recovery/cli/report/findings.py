@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from recovery.core.model import Finding, JsonObject, Move, Plan, Runway, Verdict
 from recovery.core.results import RepairResult, StartingOffsets, ValidationReport
 from recovery.core.runway import format_duration_ms, shortest
+from recovery.core.spark_lines import DEFAULT_LINE, says
 from recovery.core.wording import record_count, spark_outcome
 
 # Tables longer than this show the rows that need action first, up to this many, and one summary
@@ -21,14 +22,16 @@ PAGE_ROWS = 50
 # (stored end of a re-run batch), log_start_offset, log_end_offset (high watermark, or last stable
 # offset under read_committed), records_lost, records_lost_upper_bound (true under read_committed:
 # lost and skipped are counted in offsets, aborted records and markers included), spark_error (error
-# condition on restart with failOnDataLoss=true; null: it runs), silently_skipped (records skipped
+# condition on restart with failOnDataLoss=true, Spark 4's name on every line; null: it runs),
+# spark_says (what the query's Spark prints for it: the condition from 4.0 on, the exception and its
+# message's start on 3.5; null: it runs), silently_skipped (records skipped
 # with failOnDataLoss=false), detail, notes (what the outcome depends on; what cannot be told);
 # validate's rows add the retention runway (null when not looked up or not known): runway_s (seconds until
 # retention may delete records the query has not read, at the time of the check; negative: it may
 # now), runway_earliest_delete_ms (the record at the position's timestamp + retention.ms),
 # oldest_unread_ms (that record's timestamp), oldest_unread_age_s (the lag in time), runway_reason
 # ("retention.ms=...", "compacted ...", "infinite retention ...", "nothing unread", why unknown).
-# Tables add on_restart (spark_error, or "runs[, silently skips N]"), runway (time left, or
+# Tables add on_restart (spark_says, or "runs[, silently skips N]"), runway (time left, or
 # "compacted", "infinite", "-" when nothing is unread) and oldest_unread (the age), and print LOST as
 # "at most N" when it is an upper bound.
 
@@ -66,10 +69,16 @@ STARTING_COLUMNS = (
 
 
 def finding_rows(
-    findings: Iterable[Finding], *, table: bool = False, runway: bool = False, now_ms: int | None = None
+    findings: Iterable[Finding],
+    *,
+    table: bool = False,
+    runway: bool = False,
+    now_ms: int | None = None,
+    line: str = DEFAULT_LINE,
 ) -> list[JsonObject]:
     """One row per finding; with ``runway`` (validate's rows), the runway keys too, judged at
-    ``now_ms`` (``ValidationReport.runway_at_ms``)."""
+    ``now_ms`` (``ValidationReport.runway_at_ms``). ``line``: the Spark whose words ``spark_says``
+    and the table's SPARK-ON-RESTART give."""
     rows = []
     for f in findings:
         row: JsonObject = {
@@ -84,6 +93,7 @@ def finding_rows(
             "records_lost": f.records_lost,
             "records_lost_upper_bound": f.upper_bound,
             "spark_error": f.spark_error,
+            "spark_says": says(f, line),
             "silently_skipped": f.silently_skipped,
             "detail": f.detail,
             "notes": list(f.notes),
@@ -91,7 +101,7 @@ def finding_rows(
         if runway:
             row |= runway_fields(f.runway, now_ms)
         if table:
-            row["on_restart"] = spark_outcome(f, short=True)
+            row["on_restart"] = spark_outcome(f, short=True, line=line)
             row["records_lost"] = record_count(f.records_lost, f.upper_bound)
         if table and runway:
             row["runway"] = runway_cell(f.runway, now_ms)
@@ -156,7 +166,9 @@ def _urgency(item: tuple[str, int]) -> tuple[bool, str]:
 
 def validate_table(report: ValidationReport, *, page: int = PAGE_ROWS) -> tuple[list[JsonObject], list[str]]:
     """``validate``'s table rows (needing action first past a page) and the summary ``%`` lines."""
-    rows = finding_rows(report.findings, table=True, runway=True, now_ms=report.runway_at_ms)
+    rows = finding_rows(
+        report.findings, table=True, runway=True, now_ms=report.runway_at_ms, line=report.spark_line
+    )
     return paged(rows, [f.needs_action for f in report.findings], page=page)
 
 
@@ -205,13 +217,16 @@ def report_body(report: ValidationReport) -> JsonObject:
         "batch_id": report.batch_id,
         "rerun": report.rerun,
         "isolation": report.isolation.value,
+        "spark_version": report.spark_line,
         "needs_action": report.needs_action,
         "sink_warning": report.sink_warning,
         "issues": [{"level": i.level.value, "message": i.message} for i in report.issues],
         "delta_at_risk": list(report.delta_at_risk),
         "runway_warn_s": report.runway_warn_s,
         "runway_checked_at_ms": report.runway_at_ms,
-        "partitions": finding_rows(report.findings, runway=True, now_ms=report.runway_at_ms),
+        "partitions": finding_rows(
+            report.findings, runway=True, now_ms=report.runway_at_ms, line=report.spark_line
+        ),
     }
 
 
@@ -278,8 +293,8 @@ def _some(names: list[str], shown: int) -> str:
     return f"{', '.join(names[:shown])} and {len(names) - shown} more"
 
 
-def repair_body(result: RepairResult) -> JsonObject:
-    """``repair --output json``."""
+def repair_body(result: RepairResult, line: str = DEFAULT_LINE) -> JsonObject:
+    """``repair --output json``; ``line``: the Spark whose words ``spark_says`` gives."""
     plan = result.plan
     return {
         "checkpoint": plan.checkpoint,
@@ -288,7 +303,8 @@ def repair_body(result: RepairResult) -> JsonObject:
         "rerun": plan.rerun,
         "strategy": plan.strategy,
         "isolation": plan.isolation.value,
-        "partitions": finding_rows(plan.findings),
+        "spark_version": line,
+        "partitions": finding_rows(plan.findings, line=line),
         "moves": move_rows(plan.moves),
         "changes": [
             {

@@ -9,10 +9,12 @@
 * ``partitions``: how many partitions were judged (null when the job could not be checked);
 * ``records_lost``: records already deleted before the job read them, all partitions (null: unknown);
 * ``silently_skipped``: records Spark would skip with ``failOnDataLoss=false`` (null: unknown);
-* ``spark_error``: the error condition Spark fails with on restart (the worst partition's); null when
-  it runs or when unknown;
-* ``on_restart``: the table's SPARK-ON-RESTART cell: ``spark_error``, ``runs``, ``runs, silently
-  skips N``, or null when unknown;
+* ``spark_version``: the job's Spark line (its ``spark_version`` key; default 4.2);
+* ``spark_error``: the error condition Spark fails with on restart (the worst partition's; Spark 4's
+  name on every line); null when it runs or when unknown;
+* ``on_restart``: the table's SPARK-ON-RESTART cell: what the job's Spark prints for ``spark_error``
+  (the condition from 4.0 on, the exception and its message's start on 3.5), ``runs``, ``runs,
+  silently skips N``, or null when unknown;
 * ``runway_s``: the shortest retention runway of the job's partitions, in seconds at the time of
   the check (negative: retention may delete unread records now; null: no partition has a time
   limit, or unknown); ``runway``: the table's RUNWAY cell: that time (``5h12m``, ``due``), else
@@ -39,6 +41,7 @@ from recovery.core.hold import HoldPlan, ReleasePlan
 from recovery.core.model import Finding, JsonObject, Verdict
 from recovery.core.restart import Level
 from recovery.core.runway import shortest
+from recovery.core.spark_lines import says
 from recovery.errors import ExitCode
 
 if TYPE_CHECKING:  # values only: this module reads their fields and imports neither pydantic nor threads
@@ -70,6 +73,7 @@ JOB_COLUMNS = (
     ("cluster", "CLUSTER"),
     ("checkpoint", "CHECKPOINT"),
     ("isolation", "ISOLATION"),
+    ("spark_version", "SPARK"),
     ("gate", "GATE"),
     ("sink", "SINK"),
     ("runway", "RUNWAY-WARN"),
@@ -92,6 +96,7 @@ def job_row(result: JobResult) -> JsonObject:
         "partitions": len(report.findings) if report else None,
         "records_lost": result.records_lost,
         "silently_skipped": result.silently_skipped,
+        "spark_version": result.job.spark_line,
         "spark_error": worst.spark_error if worst else None,
         "on_restart": _on_restart(result, worst),
         **job_runway(report),
@@ -125,7 +130,7 @@ def _on_restart(result: JobResult, worst: Finding | None) -> str | None:
     if result.report is None:
         return None
     if worst is not None and worst.spark_error:
-        return worst.spark_error
+        return says(worst, result.job.spark_line)
     skipped = result.silently_skipped or 0
     return f"runs, silently skips {skipped}" if skipped else "runs"
 
@@ -228,13 +233,14 @@ def cluster_row(cluster: ClusterConf, *, table: bool = False) -> JsonObject:
 
 
 def conf_job_row(job: JobConf, *, table: bool = False) -> JsonObject:
-    """JSON keys: job, cluster, checkpoint, isolation, gate, sink, runway_warn_s, hold_s,
+    """JSON keys: job, cluster, checkpoint, isolation, spark_version, gate, sink, runway_warn_s, hold_s,
     delta_tables, storage_options (``$NAME`` for values from the environment), file."""
     row: JsonObject = {
         "job": job.name,
         "cluster": job.cluster,
         "checkpoint": job.checkpoint,
         "isolation": job.isolation.value,
+        "spark_version": job.spark_line,
         "gate": job.gate.value,
         "sink": job.sink,
         "runway_warn_s": job.runway_warn_s,
