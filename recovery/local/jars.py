@@ -49,8 +49,7 @@ def jar_dir(name: str) -> Path:
     saying how to get it."""
     path = jar_root() / name
     if not (path / ".complete").exists():
-        target = f"line-{name.removeprefix('spark-')}" if name.startswith("spark-") else "jars"
-        raise RigError(f"{path}: the {name} jars are missing; run `make {target}` to fetch them with Maven")
+        raise RigError(f"{path}: the {name} jars are missing; run `{_fetch(name)}` to fetch them with Maven")
     return path
 
 
@@ -73,8 +72,13 @@ def artifact_version(name: str, artifact: str) -> str:
         found, version = split_jar_name(path)
         if found == artifact or (artifact.endswith("_") and found.startswith(artifact)):
             return version
-    target = f"line-{name.removeprefix('spark-')}" if name.startswith("spark-") else "clean jars"
-    raise RigError(f"{jar_dir(name)}: no {artifact} jar; run `make {target}`")
+    raise RigError(f"{jar_dir(name)}: no {artifact} jar; run `{_fetch(name, clean=True)}`")
+
+
+def _fetch(name: str, *, clean: bool = False) -> str:
+    """The make command that fetches jar set ``name`` (``clean``: afresh, the set being complete)."""
+    target = f"line-{name.removeprefix('spark-')}" if name.startswith("spark-") else "jars"
+    return f"make {'clean ' if clean else ''}{target}"
 
 
 def versions() -> dict[str, str]:
