@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from pathlib import Path
 from types import ModuleType
 
 import click
 from click.testing import CliRunner, Result
+from example_rig import RIG
 
 from recovery.cli import run
 from recovery.cli.fleet import register
@@ -40,9 +40,4 @@ def write(directory: Path, name: str, text: str) -> Path:
 
 def example_rig() -> ModuleType:
     """``conf/examples/rig.py`` as a module: the examples' own rig set-up and checkpoint writer."""
-    path = Path(__file__).resolve().parents[2] / "conf/examples/rig.py"
-    spec = importlib.util.spec_from_file_location("fleet_example_rig", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return RIG

@@ -4,7 +4,6 @@ every point of both writing commands, and the records retention would have delet
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,10 +11,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
+from example_rig import RIG
 
 from recovery.checkpoint.store import FAULT_AT_ENV, FAULT_LOG_ENV
 from recovery.cli import cli
@@ -30,19 +29,6 @@ HOUR_MS = 3_600_000
 DAY_S = 86_400
 MIB = 1024 * 1024
 CHECK_INTERVAL_S = int(RETENTION_TESTABLE["log.retention.check.interval.ms"]) / 1000
-
-
-def example_rig() -> ModuleType:
-    """``conf/examples/rig.py``: the examples' checkpoint writer."""
-    path = Path(__file__).resolve().parents[2] / "conf/examples/rig.py"
-    spec = importlib.util.spec_from_file_location("hold_example_rig", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-RIG = example_rig()
 
 
 def checkpoint(root: Path, topic: str, *batches: list[int]) -> str:

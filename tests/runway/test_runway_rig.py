@@ -6,17 +6,16 @@ The rig's broker checks retention every second (recovery.local.broker.RETENTION_
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import click
 import pytest
 from click.testing import CliRunner, Result
+from example_rig import RIG
 
 from recovery.api import checkpoint_lag, validate_checkpoint
 from recovery.cli import cli, run
@@ -32,19 +31,6 @@ from recovery.local.broker import RETENTION_TESTABLE
 CHECK_INTERVAL_MS = int(RETENTION_TESTABLE["log.retention.check.interval.ms"])
 RETENTION_MS = 20_000
 DAY_S = 86_400
-
-
-def example_rig() -> ModuleType:
-    """``conf/examples/rig.py``: the examples' checkpoint writer."""
-    path = Path(__file__).resolve().parents[2] / "conf/examples/rig.py"
-    spec = importlib.util.spec_from_file_location("runway_example_rig", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-RIG = example_rig()
 
 
 def checkpoint(root: Path, topic: str, positions: list[int]) -> Path:
