@@ -10,7 +10,8 @@ DEPPLUGIN := org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 
 BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: demo test check test-fast lint typecheck docs install uninstall jars venv clean cluster test-matrix
+.PHONY: demo test check test-fast lint typecheck docs install uninstall jars venv clean cluster test-matrix \
+	test-kafka-matrix
 
 demo: venv jars
 	$(PY) -m recovery.local.demo
@@ -89,7 +90,7 @@ PINS_4.1 := pyspark==4.1.3 delta-spark==4.4.0
 MATRIX := .cache/matrix
 
 # Kept once made (make deletes a pattern rule's files that no rule names outright, as intermediate).
-.PRECIOUS: $(JARS)/%/.complete .cache/lines/%/.installed
+.PRECIOUS: $(JARS)/%/.complete $(JARS)/kafka-%/.complete .cache/lines/%/.installed
 line-%: $(JARS)/kafka/.complete $(JARS)/spark-%/.complete .cache/lines/%/.installed
 	@true
 .cache/lines/%/.installed: pyproject.toml
@@ -109,6 +110,33 @@ test-matrix: venv jars $(foreach line,$(SPARK_LINES),line-$(line))
 	    --junitxml=$(MATRIX)/$$line.xml || true; \
 	done
 	$(PY) -m tests.spark_matrix $(MATRIX) docs/spark-versions.md README.md
+
+# The Kafka version matrix (docs/kafka-versions.md): the same tests against other brokers. `make
+# kafka-3.9.1` fetches one into .cache/jars/kafka-3.9.1/ (jvm/kafka.pom.xml at that version); the rig
+# starts it when KAFKA_VERSION names it. `make test-kafka-matrix` runs the Kafka tests (marker `kafka`:
+# tests/kafka, tests/runway, tests/hold) and the real-Spark shapes (`fidelity`) on the primary broker and on
+# each of these, and writes the table from their results.
+KAFKA_VERSIONS := 3.9.1 4.4.0
+KAFKA_MATRIX := .cache/kafka-matrix
+KAFKA_MATRIX_TESTS := tests/kafka tests/runway tests/hold tests/integration
+kafka-%: $(JARS)/kafka-%/.complete
+	@true
+$(JARS)/kafka-%/.complete: jvm/kafka.pom.xml jvm/settings.xml
+	@command -v mvn >/dev/null || { echo "Maven (mvn) is needed to fetch the rig's jars" >&2; exit 1; }
+	rm -rf $(JARS)/kafka-$*.tmp $(JARS)/kafka-$*
+	$(MVN) -f jvm/kafka.pom.xml -Dkafka.version=$* $(DEPPLUGIN):copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory=$(CURDIR)/$(JARS)/kafka-$*.tmp
+	touch $(JARS)/kafka-$*.tmp/.complete
+	mv $(JARS)/kafka-$*.tmp $(JARS)/kafka-$*
+
+test-kafka-matrix: venv jars $(foreach version,$(KAFKA_VERSIONS),kafka-$(version))
+	rm -rf $(KAFKA_MATRIX) && mkdir -p $(KAFKA_MATRIX)
+	for version in primary $(KAFKA_VERSIONS); do \
+	  KAFKA_VERSION=$$(test $$version = primary || echo $$version) $(PY) -m pytest -q -p no:cacheprovider \
+	    -m "integration and (kafka or fidelity)" $(KAFKA_MATRIX_TESTS) \
+	    --junitxml=$(KAFKA_MATRIX)/$$version.xml || true; \
+	done
+	$(PY) -m tests.kafka_matrix $(KAFKA_MATRIX) docs/kafka-versions.md README.md
 
 clean:
 	rm -rf $(JARS) .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -560,7 +560,9 @@ def _topic_names(kafka: KafkaConfig, topics: TopicSelection | Iterable[str] | No
     unmatched = [p.regex for p in topics.patterns if not any(p.matches_topic(t) for t in found)]
     if unmatched:
         raise OffsetSpecError(
-            f"topics {', '.join(unmatched)}: no such topic on the cluster", parameter="topics"
+            f"topics {', '.join(unmatched)}: no such topic on the cluster, or none these client settings "
+            "may Describe (Kafka lists only those)",
+            parameter="topics",
         )
     return set(found)
 

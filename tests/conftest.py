@@ -45,6 +45,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 # Fixtures that start a real service: a test that uses one (directly or through another fixture, e.g.
 # `bootstrap`, `new_topic`, `kafka`, `job`, `s3`) needs the rig and is marked `integration`.
 RIG_FIXTURES = frozenset({"broker", "spark", "s3_endpoint"})
+# The Kafka edge's suites: marked `kafka`, run by `make test-kafka-matrix` on every broker version.
+KAFKA_SUITES = frozenset({"kafka", "runway", "hold"})
 
 
 def needs_rig(item: pytest.Item) -> bool:
@@ -63,6 +65,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if needs_rig(item) and item.get_closest_marker("integration") is None:
             item.add_marker(pytest.mark.integration)
+        if KAFKA_SUITES & set(item.path.parts[-3:-1]) and "tests" in item.path.parts:
+            item.add_marker(pytest.mark.kafka)
     # A test of a format or mode an older Spark line lacks is not run there (deselected: the matrix
     # says "not in this line", never "skipped" or "passed").
     since = [(i, _line(m.args[0])) for i in items if (m := i.get_closest_marker("spark_since"))]

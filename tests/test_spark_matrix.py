@@ -1,4 +1,5 @@
-"""The matrix writer (tests/spark_matrix.py) on JUnit files shaped as pytest writes them."""
+"""The matrix writers (tests/spark_matrix.py, tests/kafka_matrix.py) on JUnit files shaped as pytest
+writes them."""
 
 from __future__ import annotations
 
@@ -57,3 +58,29 @@ def test_a_run_that_did_not_start_is_said_not_tabled(
     assert main(str(results), str(page), str(page)) == 1
     assert "3.5.xml: no versions recorded" in capsys.readouterr().err
     assert "old" in page.read_text()  # left as it was
+
+
+def test_the_kafka_matrix_counts_each_module_per_broker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.kafka_matrix import main as kafka_main
+
+    results = tmp_path / "results"
+    results.mkdir()
+    for name, broker, outcome in (("primary", "4.1.1", "pass"), ("3.9.1", "3.9.1", "fail")):
+        text = SUITE.replace('value="4.1.1"', f'value="{broker}"').format(
+            version="4.2.0",
+            cases=CASE.format(name="test_a", inner="")
+            + CASE.format(name="test_b", inner="" if outcome == "pass" else '<failure message="x"/>'),
+        )
+        (results / f"{name}.xml").write_text(text)
+    page, readme = tmp_path / "page.md", tmp_path / "README.md"
+    page.write_text("<!-- kafka-matrix:start -->\n<!-- kafka-matrix:end -->\n")
+    readme.write_text("<!-- kafka-versions:start -->\n<!-- kafka-versions:end -->\n")
+
+    assert kafka_main(str(results), str(page), str(readme)) == 1
+
+    assert "| `test_spark_shapes` | 1 of 2 | 2 of 2 |" in page.read_text()
+    assert "| tests | Kafka 3.9.1 | Kafka 4.1.1 |" in page.read_text()
+    assert "| 3.9.1 | 1 of 2 | 4.2.0 |" in readme.read_text()
+    assert "Kafka 3.9.1: test_spark_shapes::test_b failed" in capsys.readouterr().err

@@ -50,6 +50,10 @@ GONE = frozenset({"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC
 # The cluster refused our credentials: librdkafka's error events (error_cb) for a failed SASL
 # exchange or TLS handshake; the broker's own code for a failed SASL authentication.
 AUTHENTICATION = frozenset({"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL"})
+# With TLS 1.3 the broker checks the client's certificate after the client's handshake is done, and
+# says no with a TLS alert that librdkafka reports as a lost connection (_TRANSPORT: "Receive failed:
+# ... ssl/tls alert bad certificate: SSL alert number 42"): 42 bad, 48 unknown CA, 116 no certificate.
+_TLS_ALERT = "SSL alert number"
 # The principal lacks an ACL: Describe (topics), Read (groups), Describe on the cluster ...
 AUTHORIZATION = frozenset(
     {
@@ -65,6 +69,30 @@ AUTHORIZATION = frozenset(
 NO_LEADER = frozenset({"_NOENT"})
 
 
+def needs(code: str, operation: str, *, topic: str = "", group: str = "") -> str:
+    """The ACL a request refused with ``code`` needed, in Kafka's words (``Describe on topic
+    orders``, ``Read on group billing``, ``Describe on the cluster``); "" for any other code."""
+    if code == "TOPIC_AUTHORIZATION_FAILED" and topic:
+        return f"{operation} on topic {topic}"
+    if code == "GROUP_AUTHORIZATION_FAILED" and group:
+        return f"{operation} on group {group}"
+    if code == "CLUSTER_AUTHORIZATION_FAILED":
+        return f"{operation} on the cluster"
+    return ""
+
+
+def refused_because(code: str, operation: str, *, topic: str = "", group: str = "") -> str:
+    """``code``, with the ACL it asks for when it is an authorization failure:
+    ``TOPIC_AUTHORIZATION_FAILED, needs DescribeConfigs on topic orders``."""
+    acl = needs(code, operation, topic=topic, group=group)
+    return f"{code}, needs {acl}" if acl else code
+
+
+def is_refusal(code: str, reason: str) -> bool:
+    """Whether an error event says the credentials were refused (not that the cluster is down)."""
+    return code in AUTHENTICATION or (code == "_TRANSPORT" and _TLS_ALERT in reason)
+
+
 def error_code(exc: BaseException) -> str:
     """The librdkafka error name of ``exc`` (``_TRANSPORT``), or its class name."""
     err = exc.args[0] if exc.args else None
@@ -72,7 +100,8 @@ def error_code(exc: BaseException) -> str:
     return str(name()) if callable(name) else type(exc).__name__
 
 
-def _reason(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
+    """What librdkafka says went wrong (its error's text, not the ``KafkaError{...}`` repr)."""
     err = exc.args[0] if exc.args else None
     text = getattr(err, "str", None)
     return str(text()) if callable(text) else str(exc)
@@ -85,16 +114,35 @@ def is_transient(exc: BaseException) -> bool:
     return error_code(exc) in TRANSIENT or (callable(retriable) and bool(retriable()))
 
 
-def translate(exc: BaseException, what: str, config: KafkaConfig) -> RecoveryError:
-    """Map a confluent_kafka exception to ours (the caller raises it ``from exc``)."""
+def translate(
+    exc: BaseException,
+    what: str,
+    config: KafkaConfig,
+    *,
+    operation: str = "Describe",
+    topic: str = "",
+    group: str = "",
+) -> RecoveryError:
+    """Map a confluent_kafka exception to ours (the caller raises it ``from exc``). ``operation``
+    on ``topic`` or ``group``: the ACL the request needs, named when it is refused."""
     code = error_code(exc)
     if code in AUTHORIZATION:
-        return KafkaAccessDenied(
-            f"{what}: not authorized ({code}): the principal of these client settings lacks the ACL "
-            f"for it on {config.bootstrap_servers}; the brokers are up, they answered"
-        )
+        return not_authorized(what, code, config, needs(code, operation, topic=topic, group=group))
+    return _translate(exc, code, what, config)
+
+
+def not_authorized(what: str, code: str, config: KafkaConfig, acl: str = "") -> KafkaAccessDenied:
+    """The error for a request refused for want of an ACL (``acl``: which one, when known)."""
+    lacks = f"needs {acl}" if acl else "lacks the ACL for it"
+    return KafkaAccessDenied(
+        f"{what}: not authorized ({code}): the principal of these client settings {lacks} on "
+        f"{config.bootstrap_servers}; the brokers are up, they answered"
+    )
+
+
+def _translate(exc: BaseException, code: str, what: str, config: KafkaConfig) -> RecoveryError:
     if code in AUTHENTICATION:
-        return refused_access(scrub(_reason(exc), config), config)
+        return refused_access(scrub(error_text(exc), config), config)
     if code in UNREACHABLE or is_transient(exc):
         return KafkaUnavailable(
             f"{what}: no answer from the Kafka cluster at {config.bootstrap_servers} within "
@@ -102,12 +150,13 @@ def translate(exc: BaseException, what: str, config: KafkaConfig) -> RecoveryErr
             "bootstrap servers and client settings."
         )
     if code in GONE:
-        return TopicNotFound(f"{what}: {scrub(_reason(exc), config)}")
-    return KafkaError(f"{what}: {code}: {scrub(_reason(exc), config)}")
+        return TopicNotFound(f"{what}: {scrub(error_text(exc), config)}")
+    return KafkaError(f"{what}: {code}: {scrub(error_text(exc), config)}")
 
 
 def refused_access(reason: str, config: KafkaConfig) -> KafkaAccessDenied:
-    """The error for credentials the cluster refused: the mechanism and principal, never the secret."""
+    """The error for credentials the cluster refused, or a broker certificate this client does not
+    trust: the protocol, mechanism and principal (user or certificate), never the secret."""
     props = config.properties
     protocol = str(props.get("security.protocol", "PLAINTEXT")).upper()
     who = [protocol]
@@ -115,12 +164,20 @@ def refused_access(reason: str, config: KafkaConfig) -> KafkaAccessDenied:
         who.append(str(props.get("sasl.mechanism", props.get("sasl.mechanisms", "GSSAPI"))).upper())
         if props.get("sasl.username"):
             who.append(f"user {props['sasl.username']}")
-    elif props.get("ssl.certificate.location"):
-        who.append(f"certificate {props['ssl.certificate.location']}")
+    certificate = props.get("ssl.certificate.location") or props.get("ssl.keystore.location")
+    if protocol == "SSL":
+        who.append(f"certificate {certificate}" if certificate else "no client certificate")
+    if "certificate verify failed" in reason:
+        # The client's check of the broker failed: nothing was refused by the cluster.
+        return KafkaAccessDenied(
+            f"this client does not trust the certificate of the Kafka cluster at {config.bootstrap_servers} "
+            f"({', '.join(who)}): {reason}. Check ssl.ca.location (the CA that signed the brokers' "
+            "certificates) and that the broker's certificate names the host in the bootstrap servers."
+        )
     return KafkaAccessDenied(
         f"the Kafka cluster at {config.bootstrap_servers} refused these credentials "
         f"({', '.join(who)}): {reason}. Check the client settings (sasl.username, sasl.password, "
-        "the certificates); the brokers are up, they answered."
+        "the client certificate and the CA that signed it); the brokers are up, they answered."
     )
 
 

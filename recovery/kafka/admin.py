@@ -41,10 +41,11 @@ from recovery.core.specs import TimeKind, TimeSpec
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable
 from recovery.kafka import answers as ans
 from recovery.kafka._errors import (
-    AUTHENTICATION,
     GONE,
     NO_LEADER,
     error_code,
+    error_text,
+    is_refusal,
     is_transient,
     refused_access,
     scrub,
@@ -120,12 +121,14 @@ class KafkaAdmin:
             settings: dict[str, Any] = {**config.client_config(), "error_cb": self._on_error}
             self.client: AdminClient = AdminClient(settings)
         except (KafkaException, ValueError, TypeError) as exc:
-            raise ConfigError(f"Kafka client settings are invalid: {scrub(str(exc), config)}") from None
+            raise ConfigError(
+                f"Kafka client settings are invalid: {scrub(error_text(exc), config)}"
+            ) from None
 
     def _on_error(self, err: Any) -> None:
         """librdkafka's error events (served by ``poll``): a refused SASL or TLS handshake is said
         only here; its requests would wait for the whole timeout."""
-        if err.name() in AUTHENTICATION:
+        if is_refusal(err.name(), str(err.str())):
             self._refused = (scrub(str(err.str()), self.config), time.monotonic())
 
     def check_access(self) -> None:
@@ -221,7 +224,7 @@ class KafkaAdmin:
                 elif is_transient(exc) and deadline.allows(attempt):
                     retry.append(name)
                 else:
-                    raise translate(exc, what, self.config) from exc
+                    raise translate(exc, what, self.config, topic=name) from exc
             else:
                 topic_id = kafka_topic_id(str(desc.topic_id))
                 found[name] = TopicInfo(name, topic_id, len(desc.partitions), desc.is_internal)
@@ -548,7 +551,7 @@ class KafkaAdmin:
             elif is_transient(exc):
                 last_error = exc
             else:
-                raise translate(exc, f"ListOffsets for {tp}", self.config) from exc
+                raise translate(exc, f"ListOffsets for {tp}", self.config, topic=tp.topic) from exc
 
         for name, wait in self._submit(queries, pending, deadline).items():
             try:

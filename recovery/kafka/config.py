@@ -212,8 +212,9 @@ def translate_java_properties(properties: Mapping[str, str]) -> dict[str, str]:
 
     ``sasl.jaas.config`` with PlainLoginModule or ScramLoginModule becomes ``sasl.username`` and
     ``sasl.password`` (librdkafka's CONFIGURATION.md has no JAAS; other login modules are refused).
+    TLS stores: see :func:`_translate_java_ssl`.
     """
-    result = dict(properties)
+    result = _translate_java_ssl(properties)
     jaas = result.pop("sasl.jaas.config", None)
     if jaas is None:
         return result
@@ -233,4 +234,43 @@ def translate_java_properties(properties: Mapping[str, str]) -> dict[str, str]:
         raise ConfigError('sasl.jaas.config: the login module needs username="…" and password="…"')
     result.setdefault("sasl.username", options["username"])
     result.setdefault("sasl.password", options["password"].replace('\\"', '"'))
+    return result
+
+
+def _translate_java_ssl(properties: Mapping[str, str]) -> dict[str, str]:
+    """The Java clients' TLS stores in librdkafka's words, or a one-line refusal saying what to do.
+
+    librdkafka reads CA certificates as PEM only (``ssl.ca.location``) and a client keystore as
+    PKCS#12 (``ssl.keystore.location``) or PEM files (``ssl.certificate.location`` and
+    ``ssl.key.location``); a JKS store it cannot read. An empty
+    ``ssl.endpoint.identification.algorithm`` (Java: no host name check) is librdkafka's ``none``.
+    """
+    result = dict(properties)
+    trust_type = result.pop("ssl.truststore.type", "JKS").upper()
+    trust = result.pop("ssl.truststore.location", None)
+    result.pop("ssl.truststore.password", None)
+    if trust is not None:
+        if trust_type != "PEM":
+            raise ConfigError(
+                f"ssl.truststore.location: librdkafka cannot read a {trust_type} truststore; export its CA "
+                f"certificate as PEM (keytool -exportcert -rfc -keystore {trust} -alias ALIAS -file ca.pem) "
+                "and set ssl.ca.location=ca.pem"
+            )
+        result.setdefault("ssl.ca.location", trust)
+    key_type = result.pop("ssl.keystore.type", "JKS" if "ssl.keystore.location" in result else "").upper()
+    if key_type == "PEM" and "ssl.keystore.location" in result:
+        # One file holding the key and its certificate chain, as Kafka's PEM keystore (KIP-651).
+        both = result.pop("ssl.keystore.location")
+        result.setdefault("ssl.certificate.location", both)
+        result.setdefault("ssl.key.location", both)
+        if "ssl.key.password" in result:
+            result.pop("ssl.keystore.password", None)
+    elif key_type == "JKS":
+        raise ConfigError(
+            "ssl.keystore.location: librdkafka cannot read a JKS keystore; convert it to PKCS12 (keytool "
+            "-importkeystore -srckeystore FILE -destkeystore client.p12 -deststoretype PKCS12) and set "
+            "ssl.keystore.type=PKCS12"
+        )
+    if result.get("ssl.endpoint.identification.algorithm") == "":
+        result["ssl.endpoint.identification.algorithm"] = "none"
     return result

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from recovery.core.model import TopicPartition
 from recovery.errors import GroupActive, InvalidInput, KafkaError, OffsetSpecError, RecoveryError
-from recovery.kafka._errors import error_code, is_transient, translate
+from recovery.kafka._errors import AUTHORIZATION, error_code, is_transient, needs, not_authorized, translate
 from recovery.kafka._retry import Deadline, backoff, wait_for
 from recovery.kafka.admin import KafkaAdmin, admin_for
 from recovery.kafka.config import KafkaConfig
@@ -255,7 +255,7 @@ def _describe_group(admin: KafkaAdmin, group: str, deadline: Deadline) -> tuple[
             if error_code(exc) == "GROUP_ID_NOT_FOUND":
                 return "Dead", 0, None
             if not is_transient(exc) or not deadline.allows(attempt):
-                raise translate(exc, what, admin.config) from exc
+                raise translate(exc, what, admin.config, group=group) from exc
             log.debug("%s (%s): retrying", what, error_code(exc))
             time.sleep(backoff(attempt))
             attempt += 1
@@ -276,7 +276,7 @@ def _committed(
     except KafkaException as exc:
         if error_code(exc) == "GROUP_ID_NOT_FOUND":
             return {}, {}
-        raise translate(exc, what, admin.config) from exc
+        raise translate(exc, what, admin.config, group=group) from exc
     committed: dict[TopicPartition, int] = {}
     metadata: dict[TopicPartition, str] = {}
     for ktp in result.topic_partitions or ():
@@ -337,7 +337,14 @@ def _alter(
                 f"group {group} became active while its offsets were being set ({error_code(exc)}); "
                 "stop its consumers and try again"
             ) from exc
-        raise translate(exc, what, admin.config) from exc
+        raise translate(exc, what, admin.config, operation="Read", group=group) from exc
     failed = [ktp for ktp in result.topic_partitions or () if ktp.error is not None]
+    refused = [k for k in failed if k.error.name() in AUTHORIZATION]
+    if refused:
+        # OffsetCommit: Read on the group and Read on each topic (the broker answers per partition).
+        k = refused[0]
+        code = str(k.error.name())
+        acl = needs(code, "Read", topic=str(k.topic), group=group)
+        raise not_authorized(f"{what} ({k.topic} [{k.partition}])", code, admin.config, acl)
     if failed:
         raise KafkaError(f"{what}: " + "; ".join(f"{k.topic} [{k.partition}]: {k.error}" for k in failed[:5]))

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from recovery.core.hold import LogDir
 from recovery.core.model import TopicPartition
-from recovery.kafka._errors import scrub
+from recovery.kafka._errors import refused_because, scrub
 from recovery.kafka.config import KafkaConfig
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,11 @@ def _describe_log_dirs(
             answers = list(client.describe_log_dirs(by_topic))
         finally:
             client.close()
+        if any(not answer.get("log_dirs") for answer in answers):
+            # A broker has at least one log directory: it answers none to a principal that may not
+            # Describe the cluster (KafkaApis.handleDescribeLogDirsRequest; the Java admin client
+            # reads that as CLUSTER_AUTHORIZATION_FAILED, kafka-python drops the code).
+            return f"DescribeLogDirs {refused_because('CLUSTER_AUTHORIZATION_FAILED', 'Describe')}"
         return read(answers)
     except Exception as exc:  # kafka-python's KafkaError tree, socket/SSL errors, an answer we misread
         return f"DescribeLogDirs failed: {scrub(f'{type(exc).__name__}: {exc}', kafka)}"

@@ -53,7 +53,16 @@ from typing import TYPE_CHECKING, cast
 from recovery.core.model import Isolation, NoMatch, OffsetRange, TopicPartition, TopicSelection
 from recovery.core.specs import TimeKind, TimeSpec
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable, TopicNotFound
-from recovery.kafka._errors import error_code, is_transient, scrub, translate
+from recovery.kafka._errors import (
+    AUTHORIZATION,
+    error_code,
+    error_text,
+    is_transient,
+    needs,
+    not_authorized,
+    scrub,
+    translate,
+)
 from recovery.kafka._retry import Deadline
 from recovery.kafka._shared_read import Helper, ReadState, groups, worth_sharing
 from recovery.kafka.admin import admin_for
@@ -332,7 +341,7 @@ class LogReader:
             if self._helpers:
                 self._report(force=True)  # _poll's last report was of this process's group
         except KafkaException as exc:
-            raise translate(exc, "reading to the end", self.config) from exc
+            raise translate(exc, "reading to the end", self.config, operation="Read") from exc
         finally:
             for helper in self._helpers:
                 helper.stop()
@@ -510,6 +519,8 @@ class LogReader:
         exc = KafkaException(error)
         if is_transient(exc) or error.retriable():
             return  # librdkafka retries the fetch itself; the deadline bounds it
+        if name in AUTHORIZATION:
+            raise not_authorized(f"reading {tp}", name, self.config, needs(name, "Read", topic=tp.topic))
         raise KafkaError(f"reading {tp}: {error_code(exc)}: {error.str()}")
 
     def _skip_deleted(self, consumer: Consumer, state: ReadState, failed_at: int, deadline: Deadline) -> None:
@@ -594,7 +605,7 @@ def _new_consumer(config: KafkaConfig, isolation: Isolation) -> Consumer:
     try:
         return Consumer(config.client_config(**settings))
     except (KafkaException, ValueError, TypeError) as exc:
-        raise ConfigError(f"Kafka consumer settings are invalid: {scrub(str(exc), config)}") from None
+        raise ConfigError(f"Kafka consumer settings are invalid: {scrub(error_text(exc), config)}") from None
 
 
 def read_to_end(

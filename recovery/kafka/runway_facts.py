@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from recovery.core.model import Isolation, TopicPartition
 from recovery.core.runway import RecordStamp, TopicRetention
 from recovery.errors import RecoveryError
-from recovery.kafka._errors import error_code, scrub
+from recovery.kafka._errors import error_code, refused_because, scrub
 from recovery.kafka._retry import Deadline
 from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
@@ -154,7 +154,8 @@ def _ask_retention(
                 entries = future.result(timeout=deadline.remaining() + 5)
                 out[resource.name] = _retention({k: e.value for k, e in entries.items() if k in _CONFIGS})
             except KafkaException as exc:
-                out[resource.name] = f"DescribeConfigs {error_code(exc)}"
+                why = refused_because(error_code(exc), "DescribeConfigs", topic=resource.name)
+                out[resource.name] = f"DescribeConfigs {why}"
             except (ValueError, TypeError) as exc:
                 out[resource.name] = f"DescribeConfigs answered an unreadable value ({exc})"
             except Exception as exc:  # a future librdkafka never completes (TimeoutError)
@@ -253,8 +254,13 @@ def _one_round(
             if finished:
                 consumer.pause(finished)
     except (KafkaException, RecoveryError) as exc:
-        reason = f"fetch failed ({error_code(exc)})"
-        found.update({(tp, o): reason for tp, o in pending.items()})
+        code = error_code(exc)
+        found.update(
+            {
+                (tp, o): f"fetch failed ({refused_because(code, 'Read', topic=tp.topic)})"
+                for tp, o in pending.items()
+            }
+        )
         pending = {}
     finally:
         consumer.close()
@@ -287,7 +293,7 @@ def _take(
         elif name in _UNKNOWN_ERRORS:
             reason = _UNKNOWN
         else:
-            reason = f"fetch answered {name}"
+            reason = f"fetch answered {refused_because(name, 'Read', topic=topic)}"
         found[(tp, position)] = reason
     else:
         _kind, ts = message.timestamp()

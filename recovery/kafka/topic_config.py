@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from recovery.errors import RecoveryError
-from recovery.kafka._errors import error_code, scrub
+from recovery.kafka._errors import error_code, refused_because, scrub
 from recovery.kafka._retry import Deadline
 from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
@@ -64,7 +64,8 @@ def topic_values(
         try:
             entries = future.result(timeout=deadline.remaining() + 5)
         except KafkaException as exc:
-            out[resource.name] = f"DescribeConfigs {error_code(exc)}"
+            why = refused_because(error_code(exc), "DescribeConfigs", topic=resource.name)
+            out[resource.name] = f"DescribeConfigs {why}"
             continue
         except Exception as exc:  # a future librdkafka never completes (TimeoutError)
             out[resource.name] = (
@@ -120,7 +121,8 @@ def alter_topic_values(
             out[resource.name] = None
             log.info("topic %s: set %s", resource.name, dict(changes[resource.name]))
         except KafkaException as exc:
-            out[resource.name] = f"IncrementalAlterConfigs {error_code(exc)}"
+            why = refused_because(error_code(exc), "AlterConfigs", topic=resource.name)
+            out[resource.name] = f"IncrementalAlterConfigs {why}"
         except Exception as exc:  # no answer in time: the change may or may not have been applied
             out[resource.name] = (
                 f"IncrementalAlterConfigs: no answer within {kafka.timeout_s:g}s ({type(exc).__name__}); "

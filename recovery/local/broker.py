@@ -43,7 +43,7 @@ from types import TracebackType
 from typing import ClassVar
 
 from recovery.errors import RigError
-from recovery.local.jars import jar_dir
+from recovery.local.jars import artifact_version, jar_dir, kafka_set
 from recovery.local.process import die_with_parent, terminate
 
 # Retention settings that make the log start offset move within a second or two, as in production
@@ -98,6 +98,14 @@ def kafka_uuid() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not text.startswith("-"):
             return text
+
+
+def _advertises_controller() -> bool:
+    """Whether the broker may list its controller listener in ``advertised.listeners`` (Kafka 3.9+,
+    KIP-853; before, the storage tool refuses a combined node that does: "must not contain KRaft
+    controller listeners")."""
+    version = artifact_version(kafka_set(), "kafka_2.13")
+    return tuple(int(p) for p in version.split(".")[:2]) >= (3, 9)
 
 
 def _java() -> str:
@@ -258,7 +266,7 @@ class LocalKafkaBroker:
             # Static quorum (controller.quorum.voters): formatted without --standalone.
             "controller.quorum.voters": voters,
             "listeners": listeners,
-            "advertised.listeners": listeners,
+            "advertised.listeners": listeners if _advertises_controller() else listeners.split(",")[0],
             "inter.broker.listener.name": "PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -305,7 +313,7 @@ class LocalKafkaBroker:
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self._workdir / 'log4j2.properties'}",
             "-cp",
-            f"{jar_dir('kafka')}/*",
+            f"{jar_dir(kafka_set())}/*",
             main_class,
             *args,
         ]

@@ -6,6 +6,8 @@ Delta). The two are never mixed: the broker runs kafka-clients 4.x, Spark's conn
 
 Each other Spark line of the version matrix has its own set, ``spark-<line>/`` (``make line-3.5``),
 used by the venv holding that line's pyspark: the set follows the running pyspark, never a setting.
+Each other Kafka version has its own broker set, ``kafka-<version>/`` (``make kafka-3.9.1``), used
+when ``KAFKA_VERSION`` names it (the Kafka version matrix, ``make test-kafka-matrix``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,21 @@ def jar_root() -> Path:
 
 # The Spark line `make jars` fetches into spark/ (pyproject's `spark` extra); the others are matrix lines.
 PRIMARY_SPARK_LINE = "4.2"
+
+
+# The broker `make jars` fetches into kafka/ (jvm/kafka.pom.xml); KAFKA_VERSION picks another.
+PRIMARY_KAFKA_VERSION = "4.1.1"
+_KAFKA_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+def kafka_set() -> str:
+    """The broker's jar set: ``kafka`` for the primary version, else ``kafka-<KAFKA_VERSION>``."""
+    wanted = os.environ.get("KAFKA_VERSION", "").strip()
+    if not wanted or wanted == PRIMARY_KAFKA_VERSION:
+        return "kafka"
+    if not _KAFKA_VERSION.match(wanted):
+        raise RigError(f"KAFKA_VERSION={wanted!r}: expected a Kafka release, as 3.9.1")
+    return f"kafka-{wanted}"
 
 
 def installed_spark_line() -> str:
@@ -78,6 +95,7 @@ def artifact_version(name: str, artifact: str) -> str:
 def _fetch(name: str, *, clean: bool = False) -> str:
     """The make command that fetches jar set ``name`` (``clean``: afresh, the set being complete)."""
     target = f"line-{name.removeprefix('spark-')}" if name.startswith("spark-") else "jars"
+    target = name if name.startswith("kafka-") else target
     return f"make {'clean ' if clean else ''}{target}"
 
 
@@ -93,7 +111,7 @@ def versions() -> dict[str, str]:
 
     spark = spark_set()
     return {
-        "Kafka broker": artifact_version("kafka", "kafka_2.13"),
+        "Kafka broker": artifact_version(kafka_set(), "kafka_2.13"),
         "pyspark": dist("pyspark"),
         "spark-sql-kafka-0-10": artifact_version(spark, "spark-sql-kafka-0-10_"),
         "spark-token-provider-kafka-0-10": artifact_version(spark, "spark-token-provider-kafka-0-10_"),

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from recovery.local.jars import jar_dir
+from recovery.local.jars import jar_dir, kafka_set
 
 # kafka-consumer-groups.sh runs this class (Kafka 3.7+ moved it from kafka.admin into kafka-tools).
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
@@ -23,7 +23,7 @@ def _java() -> str:
 def kafka_consumer_groups(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``kafka-consumer-groups.sh --bootstrap-server BOOTSTRAP ARGS...``."""
     command = [
-        _java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{jar_dir('kafka')}/*",
+        _java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{jar_dir(kafka_set())}/*",
         CONSUMER_GROUP_COMMAND, "--bootstrap-server", bootstrap, *args,
     ]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)

@@ -192,3 +192,50 @@ def test_librdkafka_accepts_the_default_client_settings() -> None:
         assert isinstance(AdminClient(settings), AdminClient)
     with pytest.raises(KafkaException, match=r"reconnect\.backoff\.max\.ms"):
         AdminClient({**settings, "reconnect.backoff.ms": 100})
+
+
+@pytest.mark.parametrize(
+    ("java", "librdkafka"),
+    [
+        (
+            {
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": "/ca.pem",
+                "ssl.truststore.password": "",
+            },
+            {"ssl.ca.location": "/ca.pem"},
+        ),
+        (
+            {
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.location": "/me.p12",
+                "ssl.keystore.password": "pw",
+            },
+            {"ssl.keystore.location": "/me.p12", "ssl.keystore.password": "pw"},
+        ),
+        (
+            {"ssl.keystore.type": "PEM", "ssl.keystore.location": "/me.pem", "ssl.key.password": "pw"},
+            {"ssl.certificate.location": "/me.pem", "ssl.key.location": "/me.pem", "ssl.key.password": "pw"},
+        ),
+        ({"ssl.endpoint.identification.algorithm": ""}, {"ssl.endpoint.identification.algorithm": "none"}),
+    ],
+)
+def test_java_tls_stores_become_librdkafka_settings(java: dict[str, str], librdkafka: dict[str, str]) -> None:
+    assert translate_java_properties(java) == librdkafka
+
+
+@pytest.mark.parametrize(
+    ("java", "says"),
+    [
+        ({"ssl.truststore.location": "/t.jks", "ssl.truststore.password": "s3cret"}, "keytool -exportcert"),
+        ({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": "/t.p12"}, "a PKCS12 truststore"),
+        ({"ssl.keystore.location": "/k.jks", "ssl.keystore.password": "s3cret"}, "keytool -importkeystore"),
+    ],
+)
+def test_java_stores_librdkafka_cannot_read_are_one_line_with_the_way_out(
+    java: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        KafkaConfig.from_options("broker:9092", overrides=[f"{k}={v}" for k, v in java.items()])
+    message = str(caught.value)
+    assert says in message and "\n" not in message and "s3cret" not in message

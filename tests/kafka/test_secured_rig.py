@@ -1,11 +1,12 @@
-"""Access against a broker that checks it (recovery.local.secured: SASL SCRAM-SHA-512, the KRaft
-StandardAuthorizer, nothing allowed without an ACL): refused credentials are said at once, naming
-the mechanism and the user and never the password; a missing ACL names what was being done; both
-exit 3 with nothing written, and `fleet validate` calls the job UNAUTHORIZED."""
+"""Access against a broker that checks it (recovery.local.secured: SASL SCRAM-SHA-512 in plain text
+and over TLS, mTLS, the KRaft StandardAuthorizer, nothing allowed without an ACL, certificates the
+rig makes): refused credentials and untrusted certificates are said at once, naming the protocol,
+mechanism and user or certificate and never the password; a missing ACL is named; all exit 3 with
+nothing written, and `fleet validate` calls the job UNAUTHORIZED. Each command's exact ACLs:
+test_least_privilege.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,13 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from example_rig import RIG
 
 from recovery.local import topics
+from recovery.local.certs import CertificateAuthority
 from recovery.local.secured import SecuredKafkaBroker
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "alice-Pa55-never-printed"
 WRONG = "wrong-Pa55-never-printed"
 TIMEOUT_S = 30
@@ -39,25 +41,12 @@ def secured() -> Iterator[SecuredKafkaBroker]:
 
 
 def run(broker: SecuredKafkaBroker, user: str, password: str, *args: str) -> tuple[int, str, float]:
-    """The installed CLI as the user: exit code, stdout + stderr, seconds taken."""
-    settings = [f"{k}={v}" for k, v in broker.sasl_settings(user, password).items()]
-    kafka = ["-b", broker.sasl_servers, "--timeout", str(TIMEOUT_S)]
-    for setting in settings:
-        kafka += ["-X", setting]
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "recovery", *args, *kafka], capture_output=True, text=True, timeout=120
-    )
-    return done.returncode, done.stdout + done.stderr, time.monotonic() - started
+    """The installed CLI as the user, over SASL_PLAINTEXT."""
+    return run_with(broker.sasl_servers, broker.sasl_settings(user, password), *args)
 
 
 def checkpoint(root: Path) -> Path:
-    path = REPO / "conf/examples/rig.py"
-    spec = importlib.util.spec_from_file_location("secured_example_rig", path)
-    assert spec is not None and spec.loader is not None
-    rig = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rig)
-    rig.write_local(root, rig.checkpoint_files("orders", [[5, 5]]))
+    RIG.write_local(root, RIG.checkpoint_files("orders", [[5, 5]]))
     return root
 
 
@@ -110,3 +99,89 @@ def test_fleet_validate_calls_the_job_unauthorized(secured: SecuredKafkaBroker, 
     (row,) = json.loads(done.stdout)
     assert row["verdict"] == "UNAUTHORIZED" and "user alice" in row["detail"], row
     assert WRONG not in done.stdout + done.stderr
+
+
+def run_with(servers: str, settings: dict[str, str], *args: str) -> tuple[int, str, float]:
+    """The installed CLI with these client settings: exit code, stdout + stderr, seconds taken."""
+    kafka = ["-b", servers, "--timeout", str(TIMEOUT_S)]
+    for key, value in settings.items():
+        kafka += ["-X", f"{key}={value}"]
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "recovery", *args, *kafka], capture_output=True, text=True, timeout=120
+    )
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - started
+
+
+def test_sasl_ssl_reads_with_the_right_password_and_says_a_wrong_one_at_once(
+    secured: SecuredKafkaBroker,
+) -> None:
+    servers = secured.sasl_ssl_servers
+    code, out, _ = run_with(
+        servers, secured.sasl_ssl_settings("alice", PASSWORD), "offsets", "--topic", "orders"
+    )
+    assert code == 0 and "orders" in out, out
+
+    code, out, took = run_with(
+        servers, secured.sasl_ssl_settings("alice", WRONG), "offsets", "--topic", "orders"
+    )
+    assert code == 3 and took < TIMEOUT_S / 2, out
+    assert "refused these credentials (SASL_SSL, SCRAM-SHA-512, user alice)" in out, out
+    assert WRONG not in out and PASSWORD not in out and "Traceback" not in out
+
+
+def test_a_broker_certificate_the_client_does_not_trust_is_said_at_once(
+    secured: SecuredKafkaBroker, tmp_path: Path
+) -> None:
+    stranger = CertificateAuthority(tmp_path / "other-ca")
+    settings = {**secured.sasl_ssl_settings("alice", PASSWORD), "ssl.ca.location": str(stranger.ca_pem)}
+    code, out, took = run_with(secured.sasl_ssl_servers, settings, "offsets", "--topic", "orders")
+    assert code == 3 and took < TIMEOUT_S / 2, out
+    assert "this client does not trust the certificate of the Kafka cluster" in out, out
+    assert "certificate verify failed" in out and "ssl.ca.location" in out, out
+    assert PASSWORD not in out and "Traceback" not in out
+
+
+def test_mtls_the_certificate_is_the_principal_and_a_refused_one_is_said_at_once(
+    secured: SecuredKafkaBroker, tmp_path: Path
+) -> None:
+    servers = secured.mtls_servers
+    secured.allow("carol", "TOPIC", "orders", "DESCRIBE")
+    code, out, _ = run_with(servers, secured.mtls_settings("carol"), "offsets", "--topic", "orders")
+    assert code == 0 and "orders" in out, out
+
+    # Signed by our CA, but User:dave holds no ACL.
+    code, out, _ = run_with(servers, secured.mtls_settings("dave"), "offsets", "--topic", "orders")
+    assert code == 3 and "needs Describe on topic orders" in out, out
+
+    # No client certificate, then one from a CA the broker does not trust: the broker says no.
+    bare = {
+        k: v for k, v in secured.mtls_settings("carol").items() if not k.startswith(("ssl.cert", "ssl.key"))
+    }
+    stranger = CertificateAuthority(tmp_path / "other-ca")
+    cert, key = stranger.issue("carol")
+    forged = {**bare, "ssl.certificate.location": str(cert), "ssl.key.location": str(key)}
+    for settings, who in ((bare, "SSL, no client certificate"), (forged, f"SSL, certificate {cert}")):
+        code, out, took = run_with(servers, settings, "offsets", "--topic", "orders")
+        assert code == 3 and took < TIMEOUT_S / 2, out
+        assert f"refused these credentials ({who})" in out and "SSL alert" in out, out
+        assert "Traceback" not in out
+
+
+def test_a_java_client_properties_file_works_over_sasl_ssl(
+    secured: SecuredKafkaBroker, tmp_path: Path
+) -> None:
+    """What a Java client's --command-config holds: JAAS, and the CA as a PEM truststore."""
+    properties = tmp_path / "client.properties"
+    properties.write_text(
+        "security.protocol=SASL_SSL\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+        f'    username="alice" password="{PASSWORD}";\n'
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={secured.ca.ca_pem}\n"
+    )
+    args = ["offsets", "--topic", "orders", "--output", "json", "--command-config", str(properties)]
+    code, out, _ = run_with(secured.sasl_ssl_servers, {}, *args)
+    assert code == 0, out
+    assert [r["high_watermark"] for r in json.loads(out)] == [10, 10]

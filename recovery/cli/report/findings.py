@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 
 from recovery.core.model import Finding, JsonObject, Move, Plan, Runway, Verdict
@@ -10,6 +11,8 @@ from recovery.core.results import RepairResult, StartingOffsets, ValidationRepor
 from recovery.core.runway import format_duration_ms, shortest
 from recovery.core.spark_lines import DEFAULT_LINE, says
 from recovery.core.wording import record_count, spark_outcome
+
+_RECORD_AT = re.compile(r"^record at \d+")
 
 # Tables longer than this show the rows that need action first, up to this many, and one summary
 # line per verdict for the rest (JSON and CSV always hold every row).
@@ -259,12 +262,14 @@ def report_notes(report: ValidationReport, *, page: int = PAGE_ROWS) -> list[str
 
 
 def runway_lines(report: ValidationReport) -> list[str]:
-    """The shortest runway (when no partition is AT_RISK already: those have their own lines)."""
-    if report.runway_at_ms is None or report.at_risk:
+    """The shortest runway (when no partition is AT_RISK already: those have their own lines), and
+    why a runway is not known where Kafka refused what it needs (an ACL, a setting)."""
+    if report.runway_at_ms is None:
         return []
-    found = shortest(report.findings, report.runway_at_ms)
+    lines = _unknown_runways(report.findings)
+    found = None if report.at_risk else shortest(report.findings, report.runway_at_ms)
     if found is None:
-        return []
+        return lines
     f, left = found
     when = f"in {format_duration_ms(left)}" if left > 0 else "at the next retention check"
     threshold = (
@@ -274,8 +279,24 @@ def runway_lines(report: ValidationReport) -> list[str]:
     )
     assert f.runway is not None
     return [
-        f"shortest runway: {f.tp}: retention may delete unread records {when}{threshold}; {f.runway.reason}"
+        *lines,
+        f"shortest runway: {f.tp}: retention may delete unread records {when}{threshold}; {f.runway.reason}",
     ]
+
+
+def _unknown_runways(findings: Iterable[Finding], shown: int = 10) -> list[str]:
+    """``runway unknown for P, Q: <why>`` for the runways Kafka refused to give (settings or records
+    it would not let us read): the table only says ``unknown``."""
+    by_reason: dict[str, list[str]] = {}
+    for f in findings:
+        runway = f.runway
+        if runway is None or runway.earliest_delete_ms is not None:
+            continue
+        if not runway.reason.startswith("retention settings not read") and "_FAILED" not in runway.reason:
+            continue
+        reason = _RECORD_AT.sub("the first unread record", runway.reason)
+        by_reason.setdefault(reason, []).append(str(f.tp))
+    return [f"runway unknown for {_some(tps, shown)}: {why}" for why, tps in by_reason.items()]
 
 
 def _unique_notes(findings: Iterable[Finding], shown: int = 10) -> list[str]:

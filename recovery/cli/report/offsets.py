@@ -302,6 +302,12 @@ def group_show_notes(report: GroupReport) -> list[str]:
         else ""
     )
     notes = [f"group {group.group} is {group.state} with {group.members} member(s){retention}"]
+    if not report.partitions:
+        # OffsetFetch leaves out, without an error, the topics the principal may not Describe.
+        notes.append(
+            "no committed offsets: the group has none, or none of a topic these client settings may "
+            "Describe (Kafka leaves those out of the answer without an error)"
+        )
     if report.expired:
         notes.append(
             f"{len(report.expired)} offset(s) of the earlier export are gone from the group: "

@@ -1,0 +1,349 @@
+"""The least-privilege table (README "Access", docs/access.md), run: every command that talks to
+Kafka, as a principal holding exactly the ACLs the table names (it works), then as one holding all
+but one of them (it stops with exit 3, names that ACL, and writes nothing), then without the ACLs
+that only add a column (it works, and says what it could not read). Over SASL_SSL with
+SCRAM-SHA-512 and certificates the rig makes (recovery.local.secured)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import click
+import pytest
+from click.testing import CliRunner
+from example_rig import RIG
+
+from recovery.cli import cli, run
+from recovery.local import topics
+from recovery.local.secured import SecuredKafkaBroker
+
+REPO = Path(__file__).resolve().parents[2]
+PASSWORD = "acl-Pa55-never-printed"
+TIMEOUT_S = 20
+RECORDS = 10  # per partition, 2 partitions
+
+
+@dataclass(frozen=True)
+class Acl:
+    """One ACL as the table writes it: ``Describe on topic``; ``name`` is filled in per run."""
+
+    operation: str  # AclOperation name: DESCRIBE, READ, DESCRIBE_CONFIGS, ALTER_CONFIGS
+    resource: str  # TOPIC, GROUP, BROKER (the cluster)
+
+    def __str__(self) -> str:
+        words = {"DESCRIBE_CONFIGS": "DescribeConfigs", "ALTER_CONFIGS": "AlterConfigs"}
+        op = words.get(self.operation, self.operation.capitalize())
+        where = {"TOPIC": "topic", "GROUP": "group", "BROKER": "the cluster"}[self.resource]
+        return f"{op} on {where}"
+
+
+DESCRIBE_TOPIC = Acl("DESCRIBE", "TOPIC")
+READ_TOPIC = Acl("READ", "TOPIC")
+DESCRIBE_CONFIGS = Acl("DESCRIBE_CONFIGS", "TOPIC")
+ALTER_CONFIGS = Acl("ALTER_CONFIGS", "TOPIC")
+DESCRIBE_GROUP = Acl("DESCRIBE", "GROUP")
+READ_GROUP = Acl("READ", "GROUP")
+DESCRIBE_CLUSTER = Acl("DESCRIBE", "BROKER")
+
+
+@dataclass
+class Run:
+    """One command run's world: its own topic, group, checkpoint and client settings."""
+
+    broker: SecuredKafkaBroker
+    root: Path
+    topic: str
+    group: str
+    user: str
+
+    @property
+    def checkpoint(self) -> str:
+        return str(self.root / "chk")
+
+    def kafka(self, *, timeout: bool = True) -> list[str]:
+        args = ["-b", self.broker.sasl_ssl_servers]
+        args += ["--timeout", str(TIMEOUT_S)] if timeout else []
+        for key, value in self.broker.sasl_ssl_settings(self.user, PASSWORD).items():
+            args += ["-X", f"{key}={value}"]
+        return args
+
+    def needs(self, acl: Acl) -> str:
+        """How the commands name ``acl`` of this run: ``needs Describe on topic acl-3``."""
+        name = {"TOPIC": f" {self.topic}", "GROUP": f" {self.group}", "BROKER": ""}[acl.resource]
+        return f"needs {acl}{name}"
+
+
+@dataclass(frozen=True)
+class Case:
+    command: str
+    argv: Callable[[Run], list[str]]
+    needs: tuple[Acl, ...]
+    # ACLs that only add a column, and what a run without each says instead.
+    adds: dict[Acl, str] = field(default_factory=dict)
+    position: int = 5  # where the checkpoint stands in each partition
+    setup: Callable[[Run], None] = field(default=lambda run: None)
+    # Exit code without a needed ACL when not 3: 1 where a command refuses per topic (hold, release).
+    refused: dict[Acl, int] = field(default_factory=dict)
+    # A needed ACL whose absence Kafka hides instead of refusing: the exit code and what is said.
+    hidden: dict[Acl, tuple[int, str]] = field(default_factory=dict)
+
+
+# Kafka grants DESCRIBE with READ (and WRITE, DELETE, ALTER), DESCRIBE_CONFIGS with ALTER_CONFIGS
+# (AclEntry.supportedOperations / the Authorizer's implied operations). A principal that loses one
+# of these keeps what it implied: "one fewer" takes away that operation only.
+IMPLIED = {
+    READ_TOPIC: (DESCRIBE_TOPIC,),
+    READ_GROUP: (DESCRIBE_GROUP,),
+    ALTER_CONFIGS: (DESCRIBE_CONFIGS,),
+}
+
+
+def _group_offsets(run: Run) -> None:
+    """A group with committed offsets (the super user commits them)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": run.broker.bootstrap_servers, "group.id": run.group, "log_level": 0}
+    )
+    consumer.commit(offsets=[TopicPartition(run.topic, p, 3) for p in (0, 1)], asynchronous=False)
+    consumer.close()
+
+
+def _offsets_file(run: Run) -> None:
+    (run.root / "offsets.csv").write_text(f"{run.topic},0,4\n{run.topic},1,4\n")
+
+
+def _short_retention(run: Run) -> None:
+    topics.alter_topic_config(run.broker.bootstrap_servers, run.topic, {"retention.ms": "3600000"})
+
+
+def _size_limited(run: Run) -> None:
+    topics.alter_topic_config(run.broker.bootstrap_servers, run.topic, {"retention.bytes": str(64 << 20)})
+
+
+def _held(run: Run) -> None:
+    _short_retention(run)
+    argv = ["retention", "hold", run.checkpoint, "--keep", "2h", "--execute"]
+    result = invoke([*argv, "-b", run.broker.bootstrap_servers])
+    assert result.exit_code == 0, result.output
+
+
+def _fleet_conf(run: Run) -> None:
+    settings = run.broker.sasl_ssl_settings(run.user, PASSWORD)
+    del settings["sasl.password"]
+    properties = "".join(f'"{k}" = "{v}"\n' for k, v in settings.items())
+    (run.root / "conf.toml").write_text(
+        f'[cluster.secured]\nbootstrap_servers = "{run.broker.sasl_ssl_servers}"\ntimeout = "{TIMEOUT_S}s"\n'
+        f"[cluster.secured.properties]\n{properties}"
+        '[cluster.secured.properties_env]\n"sasl.password" = "ACL_TEST_PASSWORD"\n'
+        f'[job.orders]\ncluster = "secured"\ncheckpoint = "{run.checkpoint}"\n'
+    )
+
+
+RUNWAY_UNKNOWN = "runway unknown for"
+CASES = [
+    Case("offsets", lambda r: ["offsets", "--topic", r.topic], (DESCRIBE_TOPIC,)),
+    Case("read-to-end", lambda r: ["read-to-end", "--topic", r.topic, "-q"], (READ_TOPIC,)),
+    Case(
+        "validate",
+        lambda r: ["validate", r.checkpoint],
+        (DESCRIBE_TOPIC,),
+        adds={DESCRIBE_CONFIGS: RUNWAY_UNKNOWN, READ_TOPIC: RUNWAY_UNKNOWN},
+    ),
+    Case(
+        "validate, a size-limited topic",
+        lambda r: ["validate", r.checkpoint],
+        (DESCRIBE_TOPIC,),
+        adds={
+            DESCRIBE_CONFIGS: RUNWAY_UNKNOWN,
+            READ_TOPIC: RUNWAY_UNKNOWN,
+            DESCRIBE_CLUSTER: "retention.bytes=67108864: not estimated",
+        },
+        setup=_size_limited,
+    ),
+    Case(
+        "repair", lambda r: ["repair", r.checkpoint, "--execute", "--force"], (DESCRIBE_TOPIC,), position=15
+    ),
+    Case(
+        "starting-offsets",
+        lambda r: ["starting-offsets", "--from-checkpoint", r.checkpoint],
+        (DESCRIBE_TOPIC,),
+    ),
+    Case(
+        "starting-offsets --group",
+        lambda r: ["starting-offsets", "--group", r.group, "--topic", r.topic],
+        (DESCRIBE_GROUP, DESCRIBE_TOPIC),
+        setup=_group_offsets,
+        hidden={DESCRIBE_TOPIC: (2, "or none these client settings may Describe")},
+    ),
+    Case(
+        "group show",
+        lambda r: ["group", "show", r.group],
+        (DESCRIBE_GROUP, DESCRIBE_TOPIC),
+        setup=_group_offsets,
+        hidden={DESCRIBE_TOPIC: (0, "no committed offsets")},
+    ),
+    Case(
+        "group set",
+        lambda r: ["group", "set", r.group, "--from-file", str(r.root / "offsets.csv"), "--execute"],
+        (READ_GROUP, READ_TOPIC),
+        setup=_offsets_file,
+    ),
+    Case(
+        "retention hold",
+        lambda r: ["retention", "hold", r.checkpoint, "--keep", "2h", "--execute"],
+        (READ_TOPIC, ALTER_CONFIGS, DESCRIBE_CLUSTER),
+        setup=_short_retention,
+        refused=dict.fromkeys((READ_TOPIC, ALTER_CONFIGS, DESCRIBE_CLUSTER), 1),
+    ),
+    Case(
+        "retention release",
+        lambda r: ["retention", "release", r.checkpoint, "--now", "--execute"],
+        (DESCRIBE_TOPIC, ALTER_CONFIGS),
+        setup=_held,
+        refused={ALTER_CONFIGS: 1},
+    ),
+    Case(
+        "jobs/lag_export.py --group",
+        lambda r: ["jobs/lag_export.py", r.checkpoint, "--group", r.group],
+        (READ_GROUP, READ_TOPIC),
+    ),
+    Case(
+        "fleet validate",
+        lambda r: ["fleet", "validate", str(r.root / "conf.toml")],
+        (DESCRIBE_TOPIC,),
+        setup=_fleet_conf,
+    ),
+]
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def _boundary(argv: tuple[str, ...]) -> None:
+    run(cli, list(argv))  # a RecoveryError becomes "Error: <message>" on stderr and its exit code
+
+
+class Outcome(NamedTuple):
+    exit_code: int
+    output: str  # stdout and stderr
+
+
+def invoke(argv: list[str], world: Run | None = None) -> Outcome:
+    """The CLI in this process; as ``world``'s user, if given (else as the rig's super user).
+    ``jobs/lag_export.py ...``: that job, as a process of its own."""
+    if world is None:
+        result = CliRunner().invoke(_boundary, argv)
+        return Outcome(result.exit_code, result.output)
+    if argv[0].startswith("jobs/"):
+        done = subprocess.run(
+            [sys.executable, str(REPO / argv[0]), *argv[1:], *world.kafka(timeout=False)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return Outcome(done.returncode, done.stdout + done.stderr)
+    kafka = [] if argv[0] == "fleet" else world.kafka()  # fleet reads its conf/ file
+    result = CliRunner().invoke(_boundary, argv + kafka, env={"ACL_TEST_PASSWORD": PASSWORD})
+    return Outcome(result.exit_code, result.output)
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[SecuredKafkaBroker]:
+    with SecuredKafkaBroker() as broker:
+        yield broker
+
+
+_names = itertools.count()
+
+
+def prepare(broker: SecuredKafkaBroker, tmp_path: Path, case: Case, grants: tuple[Acl, ...]) -> Run:
+    n = next(_names)
+    world = Run(broker, tmp_path / f"run{n}", f"acl-{n}", f"acl-group-{n}", f"acl-user-{n}")
+    world.root.mkdir()
+    topics.create_topic(broker.bootstrap_servers, world.topic, 2)
+    topics.produce(broker.bootstrap_servers, world.topic, topics.keyed_records(2 * RECORDS, partitions=2))
+    RIG.write_local(Path(world.checkpoint), RIG.checkpoint_files(world.topic, [[case.position] * 2]))
+    case.setup(world)
+    broker.add_user(world.user, PASSWORD)
+    for acl in grants:
+        name = {"TOPIC": world.topic, "GROUP": world.group, "BROKER": "kafka-cluster"}[acl.resource]
+        broker.allow(world.user, acl.resource, name, acl.operation)
+    return world
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("case", CASES, ids=[c.command for c in CASES])
+def test_each_command_works_with_exactly_its_acls_and_stops_without_one(
+    secured: SecuredKafkaBroker, tmp_path: Path, case: Case
+) -> None:
+    granted = case.needs + tuple(case.adds)
+    world = prepare(secured, tmp_path, case, granted)
+    result = invoke(case.argv(world), world)
+    assert result.exit_code == 0, f"{case.command} with {acls(granted)}: {result.output}"
+    assert RUNWAY_UNKNOWN not in result.output, result.output
+
+    for missing in case.needs:
+        world = prepare(secured, tmp_path, case, without(granted, missing))
+        before = tree_digest(world.root)
+        result = invoke(case.argv(world), world)
+        said = f"{case.command} without {missing}: {result.output}"
+        if missing in case.hidden:
+            code, says = case.hidden[missing]
+            assert result.exit_code == code and says in result.output, said
+            continue
+        refused_exit = case.refused.get(missing, 3)
+        assert result.exit_code == refused_exit, said
+        assert world.needs(missing) in result.output, said
+        assert "Traceback" not in result.output and PASSWORD not in result.output, said
+        if refused_exit == 3:
+            assert tree_digest(world.root) == before, f"{said}: the checkpoint was written"
+
+    for missing, says in case.adds.items():
+        world = prepare(secured, tmp_path, case, without(granted, missing))
+        result = invoke(case.argv(world), world)
+        said = f"{case.command} without {missing}: {result.output}"
+        assert result.exit_code == 0, said
+        assert says in result.output and world.needs(missing) in result.output, said
+
+
+def without(granted: tuple[Acl, ...], missing: Acl) -> tuple[Acl, ...]:
+    """``granted`` less ``missing`` and every ACL that implies it, plus what ``missing`` implied."""
+    kept = [a for a in granted if a != missing and missing not in IMPLIED.get(a, ())]
+    return tuple(dict.fromkeys([*kept, *IMPLIED.get(missing, ())]))
+
+
+def acls(grants: tuple[Acl, ...]) -> str:
+    return ", ".join(map(str, grants)) or "no ACL"
+
+
+def _row(case: Case) -> str:
+    return f"| `{case.command}` | {', '.join(map(str, case.needs))} |"
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/access.md"])
+def test_the_documented_table_is_the_one_run_here(doc: str) -> None:
+    text = (REPO / doc).read_text()
+    table = text[text.index("<!-- acl-table:start -->") : text.index("<!-- acl-table:end -->")]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert [row[: len(_row(case))] for row, case in zip(rows, CASES, strict=False)] == [
+        _row(case) for case in CASES
+    ], f"{doc}: the rows differ from CASES (command and the ACLs it needs, in this order)"
+    for row, case in zip(rows, CASES, strict=True):
+        added = row[len(_row(case)) :]
+        assert all(str(acl) in added for acl in case.adds), f"{doc}: {row} lacks an ACL of {case.adds}"
