@@ -91,3 +91,33 @@ def test_a_checkpoint_whose_only_source_is_delta_is_refused_naming_delta_source_
     assert caught.value.exit_code == 2
     said = f"`stream-recovery delta-source validate {tmp_path} --table TABLE`"
     assert said in in_cli_words(str(caught.value))
+
+
+def test_a_runway_kafka_would_not_give_is_said_with_the_acl_it_needs() -> None:
+    from dataclasses import replace
+
+    from recovery.core.model import Runway
+
+    t1 = TopicPartition("t", 1)
+    two = CheckpointView(
+        "/chk", "q", 1, False, (SourcePosition("0", CheckpointFile.offsets(0), {T0: 5, t1: 5}),)
+    )
+    findings = assess(
+        two, ClusterView({T0: OffsetRange(0, 10), t1: OffsetRange(0, 10)}, topic_ids={"t": "x"})
+    )
+    refused = "DescribeConfigs TOPIC_AUTHORIZATION_FAILED, needs DescribeConfigs on topic t"
+    unread = "record at 5 not read: fetch answered TOPIC_AUTHORIZATION_FAILED, needs Read on topic t"
+    runways = [Runway(None, None, f"retention settings not read: {refused}"), Runway(None, None, unread)]
+    report = ValidationReport(
+        "/chk", "q", 1, False, Isolation.READ_UNCOMMITTED,
+        tuple(replace(f, runway=r) for f, r in zip(findings, runways, strict=True)),
+    )  # fmt: skip
+    lines = report_notes(replace(report, runway_at_ms=0))
+    assert f"runway unknown for t [0]: retention settings not read: {refused}" in lines
+    assert (
+        "runway unknown for t [1]: the first unread record not read: fetch answered "
+        "TOPIC_AUTHORIZATION_FAILED, needs Read on topic t" in lines
+    )
+    nothing = Runway(None, None, "nothing unread")  # no limit, and nothing Kafka withheld: no line
+    calm = replace(report, findings=tuple(replace(f, runway=nothing) for f in findings), runway_at_ms=0)
+    assert not any("runway unknown" in line for line in report_notes(calm))

@@ -433,7 +433,7 @@ def _range_and_read(
             f"the stored end {batch_end} of batch {view.batch_id} is below its start {position} (Spark "
             "already failed on this batch once)"
             if batch_end is not None
-            else f"position {position} is past the log end {available.end}: topic recreated or log truncated"
+            else _past_the_end(base.tp, position, available.end, view, cluster)
         )
         verdict = Verdict.BEYOND_LOG_END if position > available.end else Verdict.TOPIC_RECREATED
         return copied_with(
@@ -461,8 +461,8 @@ def _range_and_read(
             f,
             verdict=Verdict.OPEN_TRANSACTION if open_txn else Verdict.BEYOND_LOG_END,
             spark_error=COULD_NOT_READ,
-            detail=f"position {position} is past the log end {available.end}: topic recreated or log "
-            f"truncated; the {available.size} records now in the partition would not be read",
+            detail=f"{_past_the_end(base.tp, position, available.end, view, cluster)}; the "
+            f"{available.size} records now in the partition would not be read",
             silently_skipped=available.size,
         )
     if batch_end > available.end:
@@ -473,6 +473,21 @@ def _range_and_read(
             detail=f"the stored end {batch_end} of batch {view.batch_id} is past the log end {available.end}",
         )
     return f
+
+
+def _past_the_end(
+    tp: TopicPartition, position: int, end: int, view: CheckpointView, cluster: ClusterView
+) -> str:
+    """Why a position can be past the log end. With the topic's id unchanged since it was recorded,
+    the topic was not recreated: its log was cut back under the position, as an unclean leader
+    election does (the new leader lacks records the old one had acknowledged)."""
+    recorded = view.recorded_topic_ids.get(tp.topic)
+    if recorded is not None and recorded == cluster.topic_ids.get(tp.topic):
+        return (
+            f"position {position} is past the log end {end} of the same topic (its id {recorded} is the "
+            "one recorded): the log was truncated under it, as an unclean leader election does"
+        )
+    return f"position {position} is past the log end {end}: topic recreated or log truncated"
 
 
 _BLANK = Finding("", TopicPartition("", 0), Verdict.OK, None, None, None)  # every other field its default

@@ -17,6 +17,8 @@ Messages never carry secrets: :func:`scrub` removes the values of secret client 
 
 from __future__ import annotations
 
+import re
+
 from recovery.errors import KafkaAccessDenied, KafkaError, KafkaUnavailable, RecoveryError, TopicNotFound
 from recovery.kafka.config import REDACTED, KafkaConfig, is_secret
 
@@ -67,6 +69,12 @@ AUTHORIZATION = frozenset(
 # librdkafka answers _NOENT ("No leaders found") when no partition of a ListOffsets call has a
 # leader, e.g. when every one of them is missing; the metadata then tells missing from leaderless.
 NO_LEADER = frozenset({"_NOENT"})
+# Operations an ACL can grant on the cluster resource (not Read: "Read on the cluster" is no ACL).
+_CLUSTER_OPERATIONS = frozenset({"Describe", "DescribeConfigs", "Alter", "AlterConfigs", "ClusterAction"})
+# TLS alerts about a certificate (RFC 8446 6.2): bad, unsupported, revoked, expired, unknown,
+# unknown CA, required. Others (40 handshake failure, 70 protocol version) are about the settings.
+_CERTIFICATE_ALERTS = frozenset({42, 43, 44, 45, 46, 48, 116})
+_ALERT_NUMBER = re.compile(r"SSL alert number (\d+)")
 
 
 def needs(code: str, operation: str, *, topic: str = "", group: str = "") -> str:
@@ -76,7 +84,7 @@ def needs(code: str, operation: str, *, topic: str = "", group: str = "") -> str
         return f"{operation} on topic {topic}"
     if code == "GROUP_AUTHORIZATION_FAILED" and group:
         return f"{operation} on group {group}"
-    if code == "CLUSTER_AUTHORIZATION_FAILED":
+    if code == "CLUSTER_AUTHORIZATION_FAILED" and operation in _CLUSTER_OPERATIONS:
         return f"{operation} on the cluster"
     return ""
 
@@ -135,13 +143,13 @@ def not_authorized(what: str, code: str, config: KafkaConfig, acl: str = "") -> 
     """The error for a request refused for want of an ACL (``acl``: which one, when known)."""
     lacks = f"needs {acl}" if acl else "lacks the ACL for it"
     return KafkaAccessDenied(
-        f"{what}: not authorized ({code}): the principal of these client settings {lacks} on "
-        f"{config.bootstrap_servers}; the brokers are up, they answered"
+        f"{what}: not authorized ({code}): the principal of these client settings {lacks} (cluster at "
+        f"{config.bootstrap_servers}); the brokers are up, they answered"
     )
 
 
 def _translate(exc: BaseException, code: str, what: str, config: KafkaConfig) -> RecoveryError:
-    if code in AUTHENTICATION:
+    if is_refusal(code, error_text(exc)):
         return refused_access(scrub(error_text(exc), config), config)
     if code in UNREACHABLE or is_transient(exc):
         return KafkaUnavailable(
@@ -166,7 +174,15 @@ def refused_access(reason: str, config: KafkaConfig) -> KafkaAccessDenied:
             who.append(f"user {props['sasl.username']}")
     certificate = props.get("ssl.certificate.location") or props.get("ssl.keystore.location")
     if protocol == "SSL":
-        who.append(f"certificate {certificate}" if certificate else "no client certificate")
+        inline = "an inline certificate (ssl.certificate.pem)" if props.get("ssl.certificate.pem") else ""
+        who.append(f"certificate {certificate}" if certificate else inline or "no client certificate")
+    alert = _ALERT_NUMBER.search(reason)
+    if alert is not None and int(alert.group(1)) not in _CERTIFICATE_ALERTS:
+        return KafkaAccessDenied(
+            f"the Kafka cluster at {config.bootstrap_servers} refused the TLS handshake ({', '.join(who)}): "
+            f"{reason}. Check the TLS settings (protocol versions, ciphers) against the brokers'; the "
+            "brokers are up, they answered."
+        )
     if "certificate verify failed" in reason:
         # The client's check of the broker failed: nothing was refused by the cluster.
         return KafkaAccessDenied(

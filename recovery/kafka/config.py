@@ -240,37 +240,63 @@ def translate_java_properties(properties: Mapping[str, str]) -> dict[str, str]:
 def _translate_java_ssl(properties: Mapping[str, str]) -> dict[str, str]:
     """The Java clients' TLS stores in librdkafka's words, or a one-line refusal saying what to do.
 
-    librdkafka reads CA certificates as PEM only (``ssl.ca.location``) and a client keystore as
-    PKCS#12 (``ssl.keystore.location``) or PEM files (``ssl.certificate.location`` and
-    ``ssl.key.location``); a JKS store it cannot read. An empty
-    ``ssl.endpoint.identification.algorithm`` (Java: no host name check) is librdkafka's ``none``.
+    librdkafka reads CA certificates as PEM only (``ssl.ca.location``, ``ssl.ca.pem``) and a client
+    keystore as PKCS#12 (``ssl.keystore.location``) or PEM (``ssl.certificate.location`` and
+    ``ssl.key.location``, or inline ``ssl.certificate.pem`` and ``ssl.key.pem``); a JKS store it
+    cannot read. An empty ``ssl.endpoint.identification.algorithm`` (Java: no host name check) is
+    librdkafka's ``none``.
     """
     result = dict(properties)
-    trust_type = result.pop("ssl.truststore.type", "JKS").upper()
+    trust_type = result.pop("ssl.truststore.type", "").upper()
     trust = result.pop("ssl.truststore.location", None)
     result.pop("ssl.truststore.password", None)
     if trust is not None:
         if trust_type != "PEM":
+            kind = f"a {trust_type}" if trust_type else "a Java (JKS or PKCS12)"
             raise ConfigError(
-                f"ssl.truststore.location: librdkafka cannot read a {trust_type} truststore; export its CA "
+                f"ssl.truststore.location: librdkafka cannot read {kind} truststore; export its CA "
                 f"certificate as PEM (keytool -exportcert -rfc -keystore {trust} -alias ALIAS -file ca.pem) "
                 "and set ssl.ca.location=ca.pem"
             )
         result.setdefault("ssl.ca.location", trust)
-    key_type = result.pop("ssl.keystore.type", "JKS" if "ssl.keystore.location" in result else "").upper()
-    if key_type == "PEM" and "ssl.keystore.location" in result:
-        # One file holding the key and its certificate chain, as Kafka's PEM keystore (KIP-651).
-        both = result.pop("ssl.keystore.location")
-        result.setdefault("ssl.certificate.location", both)
-        result.setdefault("ssl.key.location", both)
-        if "ssl.key.password" in result:
-            result.pop("ssl.keystore.password", None)
-    elif key_type == "JKS":
+    # Kafka's inline PEM stores (KIP-651) have librdkafka counterparts.
+    for java, ours in _INLINE_PEM.items():
+        if java in result:
+            result.setdefault(ours, result.pop(java))
+    key_type = result.pop("ssl.keystore.type", "").upper()
+    keystore = result.get("ssl.keystore.location")
+    if keystore is not None and key_type == "PEM":
+        # One file holding the key and its certificate chain, as Kafka's PEM keystore (KIP-651);
+        # a PEM keystore has no store password (the key's is ssl.key.password).
+        result.pop("ssl.keystore.location")
+        result.pop("ssl.keystore.password", None)
+        result.setdefault("ssl.certificate.location", keystore)
+        result.setdefault("ssl.key.location", keystore)
+    elif keystore is not None and (key_type == "JKS" or (not key_type and _is_jks(keystore))):
         raise ConfigError(
             "ssl.keystore.location: librdkafka cannot read a JKS keystore; convert it to PKCS12 (keytool "
-            "-importkeystore -srckeystore FILE -destkeystore client.p12 -deststoretype PKCS12) and set "
-            "ssl.keystore.type=PKCS12"
+            f"-importkeystore -srckeystore {keystore} -destkeystore client.p12 -deststoretype PKCS12) "
+            "and set ssl.keystore.location=client.p12"
         )
+    # Any other keystore is librdkafka's own ssl.keystore.location: PKCS#12.
     if result.get("ssl.endpoint.identification.algorithm") == "":
         result["ssl.endpoint.identification.algorithm"] = "none"
     return result
+
+
+_INLINE_PEM = {
+    "ssl.truststore.certificates": "ssl.ca.pem",
+    "ssl.keystore.certificate.chain": "ssl.certificate.pem",
+    "ssl.keystore.key": "ssl.key.pem",
+}
+# The first bytes of a Java KeyStore (JKS) and of its JCEKS variant; PKCS#12 is DER (0x30 ...).
+_JKS_MAGIC = (b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce")
+
+
+def _is_jks(path: str) -> bool:
+    """Whether ``path`` is a Java KeyStore (an unreadable file is left to librdkafka to report)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) in _JKS_MAGIC
+    except OSError:
+        return False

@@ -141,6 +141,7 @@ def set_group_offsets(
         check_known(offsets, ranges)
         check_in_log(offsets, ranges)
         check_ours(before, force=force)
+        _check_read(admin, group, {tp.topic for tp in offsets}, deadline)
     backup = None
     if execute and offsets:
         if before.foreign:
@@ -312,6 +313,32 @@ def _retention_minutes(admin: KafkaAdmin, coordinator: int | None, deadline: Dea
         return None
 
 
+def _check_read(admin: KafkaAdmin, group: str, topics: set[str], deadline: Deadline) -> None:
+    """Refuse before writing when the principal may not Read a topic: Kafka commits the partitions
+    of the topics it may Read and refuses the others, which would leave the group half-written.
+    (A broker without an authorizer reports no operations: nothing to check.)"""
+    from confluent_kafka import KafkaException, TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    what = f"setting the offsets of group {group}"
+    futures = admin.client.describe_topics(
+        TopicCollection(sorted(topics)),
+        request_timeout=max(1.0, deadline.remaining()),
+        include_authorized_operations=True,
+    )
+    for topic, future in futures.items():
+        try:
+            described = wait_for(future, deadline, what, admin.config, admin.check_access)
+        except KafkaException as exc:
+            raise translate(exc, what, admin.config, operation="Read", topic=topic) from exc
+        allowed = described.authorized_operations
+        if allowed is not None and not {AclOperation.READ, AclOperation.ALL} & set(allowed):
+            acl = f"Read on topic {topic}"
+            raise not_authorized(
+                f"{what} (nothing was written)", "TOPIC_AUTHORIZATION_FAILED", admin.config, acl
+            )
+
+
 def _alter(
     admin: KafkaAdmin, group: str, offsets: Mapping[TopicPartition, int], metadata: str, deadline: Deadline
 ) -> None:
@@ -345,6 +372,8 @@ def _alter(
         k = refused[0]
         code = str(k.error.name())
         acl = needs(code, "Read", topic=str(k.topic), group=group)
-        raise not_authorized(f"{what} ({k.topic} [{k.partition}])", code, admin.config, acl)
+        written = len(result.topic_partitions or ()) - len(failed)
+        wrote = f"; the offsets of {written} other partitions were written" if written else ""
+        raise not_authorized(f"{what} ({k.topic} [{k.partition}]{wrote})", code, admin.config, acl)
     if failed:
         raise KafkaError(f"{what}: " + "; ".join(f"{k.topic} [{k.partition}]: {k.error}" for k in failed[:5]))

@@ -194,6 +194,13 @@ class LocalKafkaBroker:
             proc.kill()
             proc.wait(30)
 
+    def restart(self) -> None:
+        """Start a killed node again on its own data (its logs, its place in the quorum), as a
+        crashed machine comes back; wait until it serves."""
+        assert self._workdir is not None and self._proc is None, "restart() follows kill()"
+        self._launch(self._workdir / "server.properties")
+        self._wait_until_ready()
+
     def start(self) -> LocalKafkaBroker:
         if self._proc is not None:
             return self

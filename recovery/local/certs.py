@@ -54,8 +54,10 @@ class CertificateAuthority:
         files. A server certificate names 127.0.0.1 and localhost (librdkafka checks the host)."""
 
         key, cert = self._make(common_name, server=server)
-        cert_path = self.directory / f"{common_name}.pem"
-        key_path = self.directory / f"{common_name}.key"
+        # A new name each time: a client that read an earlier pair keeps a pair that still matches.
+        stem = f"{common_name}-{cert.serial_number:x}"[:64]
+        cert_path = self.directory / f"{stem}.pem"
+        key_path = self.directory / f"{stem}.key"
         cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         key_path.write_bytes(
             key.private_bytes(

@@ -1,9 +1,11 @@
 """A real Kafka cluster of several nodes (KRaft: each node broker and controller, a static quorum of
-all of them), for the broker-failure tests: replication factor 3, and a node killed at will.
+all of them), for the broker-failure tests: replication factor 3, and a node killed (and started
+again) at will.
 
     with LocalKafkaCluster(3) as cluster:
         cluster.bootstrap_servers          # every node, comma-separated
         cluster.kill(cluster.leader_of("orders", 0))
+        cluster.restart(node)              # on its own data, as a crashed machine comes back
 
 The nodes are started together (a controller quorum needs a majority before any node serves), then
 each is waited for, as ``LocalKafkaBroker`` waits for one.
@@ -11,6 +13,7 @@ each is waited for, as ``LocalKafkaBroker`` waits for one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import TracebackType
 
 from recovery.local.broker import LocalKafkaBroker, Quorum, free_port, kafka_uuid
@@ -31,11 +34,13 @@ REPLICATED = {
 
 
 class LocalKafkaCluster:
-    def __init__(self, nodes: int = 3) -> None:
+    def __init__(self, nodes: int = 3, config: Mapping[str, str] | None = None) -> None:
+        """``config``: broker settings on top of :data:`REPLICATED`, for every node."""
         ports = {i: (free_port(), free_port()) for i in range(1, nodes + 1)}
         quorum = Quorum(kafka_uuid(), ports)
+        settings = {**REPLICATED, **(config or {})}
         self.nodes = {
-            i: LocalKafkaBroker(quorum=quorum, node_id=i, config=REPLICATED, heap="384m") for i in ports
+            i: LocalKafkaBroker(quorum=quorum, node_id=i, config=settings, heap="384m") for i in ports
         }
 
     @property
@@ -59,6 +64,9 @@ class LocalKafkaCluster:
 
     def kill(self, node_id: int) -> None:
         self.nodes[node_id].kill()
+
+    def restart(self, node_id: int) -> None:
+        self.nodes[node_id].restart()
 
     def leader_of(self, topic: str, partition: int) -> int:
         from confluent_kafka.admin import AdminClient

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recovery.errors import RigError
 from recovery.local.broker import LocalKafkaBroker, free_port
@@ -111,6 +111,25 @@ class SecuredKafkaBroker(LocalKafkaBroker):
                 return False
 
         self._until(known)
+
+        def logs_in() -> bool:
+            # The SCRAM credential cache the authenticator reads is another metadata publisher than
+            # the one DescribeUserScramCredentials reads: a login proves the broker has applied it.
+            from confluent_kafka import KafkaException
+            from confluent_kafka.admin import AdminClient
+
+            refused: list[object] = []
+            settings: dict[str, Any] = {"bootstrap.servers": self.sasl_servers, "log_level": 0}
+            settings.update(self.sasl_settings(user, password))
+            settings["error_cb"] = refused.append
+            client = AdminClient(settings)
+            try:
+                client.list_topics(timeout=5)
+            except KafkaException:
+                return False
+            return not refused
+
+        self._until(logs_in)
 
     def allow(self, user: str, resource: str, name: str, operation: str) -> None:
         """An ALLOW ACL for ``User:user``: ``operation`` (DESCRIBE, READ, DESCRIBE_CONFIGS ...) on

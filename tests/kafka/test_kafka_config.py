@@ -213,10 +213,29 @@ def test_librdkafka_accepts_the_default_client_settings() -> None:
             },
             {"ssl.keystore.location": "/me.p12", "ssl.keystore.password": "pw"},
         ),
+        (  # librdkafka's own setting, no Java type: PKCS#12, as librdkafka reads it
+            {"ssl.keystore.location": "/me.p12", "ssl.keystore.password": "pw"},
+            {"ssl.keystore.location": "/me.p12", "ssl.keystore.password": "pw"},
+        ),
         (
-            {"ssl.keystore.type": "PEM", "ssl.keystore.location": "/me.pem", "ssl.key.password": "pw"},
+            {
+                "ssl.keystore.type": "pem",
+                "ssl.keystore.location": "/me.pem",
+                "ssl.keystore.password": "unused",
+                "ssl.key.password": "pw",
+            },
             {"ssl.certificate.location": "/me.pem", "ssl.key.location": "/me.pem", "ssl.key.password": "pw"},
         ),
+        (
+            {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.key": "KEY",
+                "ssl.keystore.certificate.chain": "CHAIN",
+            },
+            {"ssl.key.pem": "KEY", "ssl.certificate.pem": "CHAIN"},
+        ),
+        ({"ssl.truststore.type": "PEM", "ssl.truststore.certificates": "CA"}, {"ssl.ca.pem": "CA"}),
+        ({"ssl.keystore.type": "JKS"}, {}),  # a type without a store: nothing to read
         ({"ssl.endpoint.identification.algorithm": ""}, {"ssl.endpoint.identification.algorithm": "none"}),
     ],
 )
@@ -227,14 +246,21 @@ def test_java_tls_stores_become_librdkafka_settings(java: dict[str, str], librdk
 @pytest.mark.parametrize(
     ("java", "says"),
     [
-        ({"ssl.truststore.location": "/t.jks", "ssl.truststore.password": "s3cret"}, "keytool -exportcert"),
+        (
+            {"ssl.truststore.location": "/t.jks", "ssl.truststore.password": "s3cret"},
+            "a Java (JKS or PKCS12)",
+        ),
         ({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": "/t.p12"}, "a PKCS12 truststore"),
-        ({"ssl.keystore.location": "/k.jks", "ssl.keystore.password": "s3cret"}, "keytool -importkeystore"),
+        ({"ssl.keystore.type": "JKS", "ssl.keystore.location": "/k.jks"}, "keytool -importkeystore"),
+        ({"ssl.keystore.location": "JKS-FILE", "ssl.keystore.password": "s3cret"}, "keytool -importkeystore"),
     ],
 )
 def test_java_stores_librdkafka_cannot_read_are_one_line_with_the_way_out(
-    java: dict[str, str], says: str
+    java: dict[str, str], says: str, tmp_path: Path
 ) -> None:
+    jks = tmp_path / "client.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x02")  # a Java KeyStore's first bytes
+    java = {k: str(jks) if v == "JKS-FILE" else v for k, v in java.items()}
     with pytest.raises(ConfigError) as caught:
         KafkaConfig.from_options("broker:9092", overrides=[f"{k}={v}" for k, v in java.items()])
     message = str(caught.value)

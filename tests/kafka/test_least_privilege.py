@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import NamedTuple
 import click
 import pytest
 from click.testing import CliRunner
+from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka.admin import AdminClient
 from example_rig import RIG
 
 from recovery.cli import cli, run
@@ -93,6 +96,8 @@ class Case:
     refused: dict[Acl, int] = field(default_factory=dict)
     # A needed ACL whose absence Kafka hides instead of refusing: the exit code and what is said.
     hidden: dict[Acl, tuple[int, str]] = field(default_factory=dict)
+    # What a run with every ACL it needs did to Kafka or the checkpoint (asserted; None: it only reads).
+    effect: Callable[[Run], None] | None = None
 
 
 # Kafka grants DESCRIBE with READ (and WRITE, DELETE, ALTER), DESCRIBE_CONFIGS with ALTER_CONFIGS
@@ -147,6 +152,35 @@ def _fleet_conf(run: Run) -> None:
     )
 
 
+def _repaired(run: Run) -> None:
+    text = (Path(run.checkpoint) / "offsets" / "0").read_text()
+    assert f'"{run.topic}":{{"0":{RECORDS},"1":{RECORDS}}}' in text, text  # 15 moved down to the end
+
+
+def _committed(run: Run) -> None:
+    admin = AdminClient({"bootstrap.servers": run.broker.bootstrap_servers, "log_level": 0})
+    result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(run.group)])[run.group].result(
+        30
+    )
+    assert sorted((k.partition, k.offset) for k in result.topic_partitions) == [(0, 4), (1, 4)]
+
+
+def _retention_ms(run: Run) -> int:
+    from confluent_kafka.admin import ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": run.broker.bootstrap_servers, "log_level": 0})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, run.topic)
+    return int(admin.describe_configs([resource])[resource].result(30)["retention.ms"].value)
+
+
+def _raised(run: Run) -> None:
+    assert _retention_ms(run) > 3_600_000
+
+
+def _put_back(run: Run) -> None:
+    assert _retention_ms(run) == 3_600_000
+
+
 RUNWAY_UNKNOWN = "runway unknown for"
 CASES = [
     Case("offsets", lambda r: ["offsets", "--topic", r.topic], (DESCRIBE_TOPIC,)),
@@ -169,7 +203,11 @@ CASES = [
         setup=_size_limited,
     ),
     Case(
-        "repair", lambda r: ["repair", r.checkpoint, "--execute", "--force"], (DESCRIBE_TOPIC,), position=15
+        "repair",
+        lambda r: ["repair", r.checkpoint, "--execute", "--force"],
+        (DESCRIBE_TOPIC,),
+        position=15,
+        effect=_repaired,
     ),
     Case(
         "starting-offsets",
@@ -195,6 +233,7 @@ CASES = [
         lambda r: ["group", "set", r.group, "--from-file", str(r.root / "offsets.csv"), "--execute"],
         (READ_GROUP, READ_TOPIC),
         setup=_offsets_file,
+        effect=_committed,
     ),
     Case(
         "retention hold",
@@ -202,6 +241,7 @@ CASES = [
         (READ_TOPIC, ALTER_CONFIGS, DESCRIBE_CLUSTER),
         setup=_short_retention,
         refused=dict.fromkeys((READ_TOPIC, ALTER_CONFIGS, DESCRIBE_CLUSTER), 1),
+        effect=_raised,
     ),
     Case(
         "retention release",
@@ -209,6 +249,7 @@ CASES = [
         (DESCRIBE_TOPIC, ALTER_CONFIGS),
         setup=_held,
         refused={ALTER_CONFIGS: 1},
+        effect=_put_back,
     ),
     Case(
         "jobs/lag_export.py --group",
@@ -295,14 +336,20 @@ def test_each_command_works_with_exactly_its_acls_and_stops_without_one(
     granted = case.needs + tuple(case.adds)
     world = prepare(secured, tmp_path, case, granted)
     result = invoke(case.argv(world), world)
-    assert result.exit_code == 0, f"{case.command} with {acls(granted)}: {result.output}"
-    assert RUNWAY_UNKNOWN not in result.output, result.output
+    said = f"{case.command} with {acls(granted)}: {result.output}"
+    assert result.exit_code == 0 and RUNWAY_UNKNOWN not in result.output, said
+    assert "Traceback" not in result.output and PASSWORD not in result.output, said
+    if case.effect is not None:
+        case.effect(world)
 
     for missing in case.needs:
         world = prepare(secured, tmp_path, case, without(granted, missing))
         before = tree_digest(world.root)
+        started = time.monotonic()
         result = invoke(case.argv(world), world)
+        took = time.monotonic() - started
         said = f"{case.command} without {missing}: {result.output}"
+        assert "Traceback" not in result.output and PASSWORD not in result.output, said
         if missing in case.hidden:
             code, says = case.hidden[missing]
             assert result.exit_code == code and says in result.output, said
@@ -310,7 +357,7 @@ def test_each_command_works_with_exactly_its_acls_and_stops_without_one(
         refused_exit = case.refused.get(missing, 3)
         assert result.exit_code == refused_exit, said
         assert world.needs(missing) in result.output, said
-        assert "Traceback" not in result.output and PASSWORD not in result.output, said
+        assert took < TIMEOUT_S / 2, f"{said}: said after {took:.1f}s, not at once"
         if refused_exit == 3:
             assert tree_digest(world.root) == before, f"{said}: the checkpoint was written"
 
@@ -320,6 +367,7 @@ def test_each_command_works_with_exactly_its_acls_and_stops_without_one(
         said = f"{case.command} without {missing}: {result.output}"
         assert result.exit_code == 0, said
         assert says in result.output and world.needs(missing) in result.output, said
+        assert "Traceback" not in result.output and PASSWORD not in result.output, said
 
 
 def without(granted: tuple[Acl, ...], missing: Acl) -> tuple[Acl, ...]:
@@ -347,3 +395,26 @@ def test_the_documented_table_is_the_one_run_here(doc: str) -> None:
     for row, case in zip(rows, CASES, strict=True):
         added = row[len(_row(case)) :]
         assert all(str(acl) in added for acl in case.adds), f"{doc}: {row} lacks an ACL of {case.adds}"
+
+
+@pytest.mark.integration
+def test_group_set_refuses_before_writing_when_one_topic_lacks_read(
+    secured: SecuredKafkaBroker, tmp_path: Path
+) -> None:
+    """Kafka would commit the partitions of the topic it may Read and refuse the other's: a group
+    half-written. The command asks first, and writes nothing."""
+    case = next(c for c in CASES if c.command == "group set")
+    world = prepare(secured, tmp_path, case, case.needs)
+    other = f"{world.topic}-other"
+    topics.create_topic(secured.bootstrap_servers, other, 1)
+    topics.produce(secured.bootstrap_servers, other, topics.keyed_records(RECORDS, partitions=1))
+    secured.allow(world.user, "TOPIC", other, "DESCRIBE")  # may see it, may not Read it
+    (world.root / "offsets.csv").write_text(f"{world.topic},0,4\n{world.topic},1,4\n{other},0,4\n")
+
+    result = invoke(case.argv(world), world)
+
+    assert result.exit_code == 3, result.output
+    assert f"needs Read on topic {other}" in result.output and "nothing was written" in result.output
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap_servers, "log_level": 0})
+    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(world.group)])
+    assert [k for k in committed[world.group].result(30).topic_partitions or () if k.offset >= 0] == []

@@ -285,8 +285,9 @@ def runway_lines(report: ValidationReport) -> list[str]:
 
 
 def _unknown_runways(findings: Iterable[Finding], shown: int = 10) -> list[str]:
-    """``runway unknown for P, Q: <why>`` for the runways Kafka refused to give (settings or records
-    it would not let us read): the table only says ``unknown``."""
+    """``runway unknown for P, Q: <why>`` where Kafka did not give what a runway needs (the topic's
+    settings, refused or not answered; a record it would not let us read): the table only says
+    ``unknown``, and an ACL missing is worth a line."""
     by_reason: dict[str, list[str]] = {}
     for f in findings:
         runway = f.runway
