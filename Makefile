@@ -21,8 +21,9 @@ demo: venv jars
 cluster: venv jars
 	$(PY) -m recovery.local.spark_cluster
 
+# The 25 slowest tests are listed at the end: what the 30-minute budget of `make test` is spent on.
 test: venv jars lint typecheck docs
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # The fast lane: no broker, no Spark, no JVM (tests/conftest.py marks every test that needs the rig
 # `integration`, and fails an unmarked test that starts one anyway), and nothing marked `slow`; the

@@ -121,3 +121,15 @@ def test_a_runway_kafka_would_not_give_is_said_with_the_acl_it_needs() -> None:
     nothing = Runway(None, None, "nothing unread")  # no limit, and nothing Kafka withheld: no line
     calm = replace(report, findings=tuple(replace(f, runway=nothing) for f in findings), runway_at_ms=0)
     assert not any("runway unknown" in line for line in report_notes(calm))
+
+
+def test_past_the_end_of_the_same_topic_is_a_truncation_not_a_recreation() -> None:
+    """An unclean leader election keeps the topic id and cuts the log back under the position."""
+    from dataclasses import replace
+
+    truncated = ClusterView({T0: OffsetRange(0, 10)}, topic_ids={"t": "same-id"})
+    (same,) = assess(replace(view(20), recorded_topic_ids={"t": "same-id"}), truncated)
+    assert same.verdict is Verdict.BEYOND_LOG_END
+    assert "log was truncated under it, as an unclean leader election does" in same.detail
+    (unknown,) = assess(view(20), truncated)  # no id recorded: it may as well be a recreation
+    assert "topic recreated or log truncated" in unknown.detail
