@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
 
-from tests.spark_matrix import read, replace_between
+from tests.spark_matrix import Run, write_matrix
 
 MATRIX = "kafka-matrix"
 VERSIONS = "kafka-versions"
-Run = tuple[dict[str, str], dict[str, str]]
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -52,22 +50,16 @@ def summary(runs: dict[str, Run]) -> str:
 
 
 def main(results_dir: str, page: str, readme: str) -> int:
-    runs: dict[str, Run] = {}
-    for path in sorted(Path(results_dir).glob("*.xml")):
-        props, results = read(path)
-        if "Kafka broker" not in props:
-            print(f"{path}: no versions recorded: the run did not start", file=sys.stderr)
-            return 1
-        runs[props["Kafka broker"]] = (props, results)
-    if not runs:
-        print(f"{results_dir}: no results", file=sys.stderr)
-        return 2
-    replace_between(Path(page), MATRIX, table(runs))
-    replace_between(Path(readme), VERSIONS, summary(runs))
-    failed = [(v, n, o) for v, (_, r) in runs.items() for n, o in r.items() if o != "pass"]
-    for version, name, outcome in failed:
-        print(f"Kafka {version}: {name} {'failed' if outcome == 'FAIL' else 'was skipped'}", file=sys.stderr)
-    return 1 if failed else 0  # a skip is not a pass
+    return write_matrix(
+        results_dir,
+        page,
+        readme,
+        key=lambda props: props.get("Kafka broker"),
+        label="Kafka",
+        markers=(MATRIX, VERSIONS),
+        table=table,
+        summary=summary,
+    )
 
 
 if __name__ == "__main__":

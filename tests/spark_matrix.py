@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 MATRIX = "spark-matrix"
 LINES = "spark-lines"
+Run = tuple[dict[str, str], dict[str, str]]  # (suite properties, test name -> outcome)
 
 
-def read(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+def read(path: Path) -> Run:
     """(suite properties, test name -> pass/FAIL) of one JUnit file."""
     suite = ET.parse(path).getroot()
     suite = suite if suite.tag == "testsuite" else suite.find("testsuite")  # type: ignore[assignment]
@@ -35,7 +37,7 @@ def read(path: Path) -> tuple[dict[str, str], dict[str, str]]:
     return props, results
 
 
-def table(runs: dict[str, tuple[dict[str, str], dict[str, str]]]) -> str:
+def table(runs: dict[str, Run]) -> str:
     lines = sorted(runs, key=lambda line: tuple(int(p) for p in line.split(".")))
     head = [f"Spark {runs[line][0].get('pyspark', line)}" for line in lines]
     names = sorted({name for _, results in runs.values() for name in results})
@@ -55,7 +57,7 @@ def table(runs: dict[str, tuple[dict[str, str], dict[str, str]]]) -> str:
     return "\n".join([*rows, "", *jars])
 
 
-def summary(runs: dict[str, tuple[dict[str, str], dict[str, str]]]) -> str:
+def summary(runs: dict[str, Run]) -> str:
     rows = ["| Spark | fidelity tests passed | not in this line |", "|---|---|---|"]
     names = {name for _, results in runs.values() for name in results}
     for line in sorted(runs, key=lambda line: tuple(int(p) for p in line.split(".")), reverse=True):
@@ -75,23 +77,57 @@ def replace_between(path: Path, marker: str, text: str) -> None:
     path.write_text(f"{before}{start}\n\n{text}\n\n{end}{after}")  # a table starts a block
 
 
-def main(results_dir: str, page: str, readme: str) -> int:
-    runs: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+def write_matrix(
+    results_dir: str,
+    page: str,
+    readme: str,
+    *,
+    key: Callable[[dict[str, str]], str | None],
+    label: str,
+    markers: tuple[str, str],
+    table: Callable[[dict[str, Run]], str],
+    summary: Callable[[dict[str, Run]], str],
+) -> int:
+    """Table every JUnit file in ``results_dir`` by its ``key`` (None: no versions recorded): ``table``
+    into ``page`` between ``markers[0]``, ``summary`` into ``readme`` between ``markers[1]``. Exit 1 if
+    a run did not start or a test failed or was skipped, 2 if there are no results."""
+    runs: dict[str, Run] = {}
     for path in sorted(Path(results_dir).glob("*.xml")):
         props, results = read(path)
-        if "pyspark" not in props:  # the run stopped before its session fixture said its versions
+        version = key(props)
+        if version is None:  # the run stopped before its session fixture said its versions
             print(f"{path}: no versions recorded: the run did not start", file=sys.stderr)
             return 1
-        runs[".".join(props["pyspark"].split(".")[:2])] = (props, results)
+        runs[version] = (props, results)
     if not runs:
         print(f"{results_dir}: no results", file=sys.stderr)
         return 2
-    replace_between(Path(page), MATRIX, table(runs))
-    replace_between(Path(readme), LINES, summary(runs))
-    failed = [(line, n, v) for line, (_, r) in runs.items() for n, v in r.items() if v != "pass"]
-    for line, name, outcome in failed:
-        print(f"Spark {line}: {name} {'failed' if outcome == 'FAIL' else 'was skipped'}", file=sys.stderr)
+    replace_between(Path(page), markers[0], table(runs))
+    replace_between(Path(readme), markers[1], summary(runs))
+    failed = [(v, n, o) for v, (_, r) in runs.items() for n, o in r.items() if o != "pass"]
+    for version, name, outcome in failed:
+        print(
+            f"{label} {version}: {name} {'failed' if outcome == 'FAIL' else 'was skipped'}", file=sys.stderr
+        )
     return 1 if failed else 0  # a skip is not a pass
+
+
+def _line(props: dict[str, str]) -> str | None:
+    """The run's Spark line (major.minor), or None if it recorded no versions."""
+    return ".".join(props["pyspark"].split(".")[:2]) if "pyspark" in props else None
+
+
+def main(results_dir: str, page: str, readme: str) -> int:
+    return write_matrix(
+        results_dir,
+        page,
+        readme,
+        key=_line,
+        label="Spark",
+        markers=(MATRIX, LINES),
+        table=table,
+        summary=summary,
+    )
 
 
 if __name__ == "__main__":

@@ -84,3 +84,18 @@ def test_the_kafka_matrix_counts_each_module_per_broker(
     assert "| tests | Kafka 3.9.1 | Kafka 4.1.1 |" in page.read_text()
     assert "| 3.9.1 | 1 of 2 | 4.2.0 |" in readme.read_text()
     assert "Kafka 3.9.1: test_spark_shapes::test_b failed" in capsys.readouterr().err
+
+
+def test_no_results_exit_2_and_all_passed_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    page, readme = tmp_path / "page.md", tmp_path / "README.md"
+    page.write_text("<!-- spark-matrix:start -->\n<!-- spark-matrix:end -->\n")
+    readme.write_text("<!-- spark-lines:start -->\n<!-- spark-lines:end -->\n")
+    assert main(str(results), str(page), str(readme)) == 2
+    assert f"{results}: no results" in capsys.readouterr().err
+
+    write(results / "primary.xml", "4.2.0", {"test_a": "pass"})
+    assert main(str(results), str(page), str(readme)) == 0
+    assert "| `test_spark_shapes::test_a` | pass |" in page.read_text()
+    assert capsys.readouterr().err == ""

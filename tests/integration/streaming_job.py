@@ -15,9 +15,10 @@ from typing import Any
 from click.testing import CliRunner
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 from recovery.cli import cli
-from recovery.local.pipeline import run_once
+from recovery.local.pipeline import run_once, start_kafka_to_delta
 from recovery.local.spark import error_conditions, failure_conditions
 
 NOW = int(time.time()) * 1000
@@ -33,7 +34,7 @@ class Job:
     root: Path
     options: dict[str, str]
     # start_kafka_to_delta's further arguments, kept by copies (source_names, writer_options)
-    start: dict[str, Any] = field(default_factory=dict)
+    start_args: dict[str, Any] = field(default_factory=dict)
 
     @property
     def checkpoint(self) -> Path:
@@ -43,16 +44,24 @@ class Job:
     def table(self) -> Path:
         return self.root / "table"
 
-    def run(self, **extra: Any) -> None:
-        run_once(
-            self.spark,
+    def _arguments(self, **extra: Any) -> dict[str, Any]:
+        """start_kafka_to_delta's keyword arguments for this job; ``extra`` overrides ``start_args``."""
+        return dict(
             bootstrap=self.bootstrap,
             topic=self.topic,
             table=str(self.table),
             checkpoint=str(self.checkpoint),
             options=self.options,
-            **{**self.start, **extra},
+            **{**self.start_args, **extra},
         )
+
+    def run(self, **extra: Any) -> None:
+        """Run until everything available now is processed."""
+        run_once(self.spark, **self._arguments(**extra))
+
+    def start(self, **extra: Any) -> StreamingQuery:
+        """Start the query and return it, running (``processing_time=...`` keeps it running)."""
+        return start_kafka_to_delta(self.spark, **self._arguments(**extra))
 
     def rows(self) -> list[tuple[str, int, int]]:
         """(topic, partition, offset) of every row, sorted; duplicates kept."""
@@ -61,7 +70,7 @@ class Job:
 
     def copy(self, name: str) -> Job:
         """A copy of checkpoint and table, to restart without repair and leave the original as it was."""
-        twin = Job(self.spark, self.bootstrap, self.topic, self.root / name, self.options, self.start)
+        twin = Job(self.spark, self.bootstrap, self.topic, self.root / name, self.options, self.start_args)
         shutil.copytree(self.checkpoint, twin.checkpoint)
         shutil.copytree(self.table, twin.table)
         return twin

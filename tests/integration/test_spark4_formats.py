@@ -24,7 +24,6 @@ from recovery.gate import prestart_gate
 from recovery.kafka.config import KafkaConfig
 from recovery.local import topics
 from recovery.local.jars import installed_spark_line
-from recovery.local.pipeline import start_kafka_to_delta
 from recovery.local.spark import error_conditions, failure_conditions
 
 pytestmark = pytest.mark.fidelity  # run on every Spark line by `make test-matrix`
@@ -58,16 +57,7 @@ ASYNC = {
 
 def start_async(j: Job, writer_options: dict[str, str] = ASYNC) -> StreamingQuery:
     """``j``'s query with async progress tracking, a batch every 200 ms until stopped."""
-    return start_kafka_to_delta(
-        j.spark,
-        bootstrap=j.bootstrap,
-        topic=j.topic,
-        table=str(j.table),
-        checkpoint=str(j.checkpoint),
-        options=j.options,
-        processing_time="200 milliseconds",
-        writer_options=writer_options,
-    )
+    return j.start(processing_time="200 milliseconds", writer_options=writer_options)
 
 
 def committed_ends(j: Job) -> dict[int, int] | None:
@@ -121,7 +111,7 @@ def test_named_sources_on_offset_log_v2_are_predicted_and_repaired(
     produce(orders, 40, partitions=2, timestamp_ms=NOW)  # 20 per partition
     produce(payments, 20, partitions=2, timestamp_ms=NOW)
     j: Job = job([orders, payments])
-    j.start = {"source_names": ["orders_src", "pay_src"]}
+    j.start_args = {"source_names": ["orders_src", "pay_src"]}
     with session_conf(spark, V2_NAMED):
         j.run()
         chk = open_checkpoint(str(j.checkpoint))
