@@ -126,6 +126,7 @@ $(JARS)/kafka-%/.complete: jvm/kafka.pom.xml jvm/settings.xml
 	@command -v mvn >/dev/null || { echo "Maven (mvn) is needed to fetch the rig's jars" >&2; exit 1; }
 	rm -rf $(JARS)/kafka-$*.tmp $(JARS)/kafka-$*
 	$(MVN) -f jvm/kafka.pom.xml -Dkafka.version=$* $(DEPPLUGIN):copy-dependencies -DincludeScope=runtime \
+	  -Dkafka.storage.tests=$$(case $* in 3.*|4.[0-3].*) echo test;; *) echo test-fixtures;; esac) \
 	  -DoutputDirectory=$(CURDIR)/$(JARS)/kafka-$*.tmp
 	touch $(JARS)/kafka-$*.tmp/.complete
 	mv $(JARS)/kafka-$*.tmp $(JARS)/kafka-$*

@@ -70,7 +70,9 @@ def offsets_cmd(
       topic, partition      the partition
       topic_id              KIP-516 topic id (a recreated topic gets a new one); null if gone
       status                OK | TOPIC_GONE | PARTITION_GONE
-      log_start_offset      earliest offset still readable (ListOffsets -2)
+      log_start_offset      earliest offset still readable (ListOffsets -2); with tiered
+                            storage, the whole log's (remote segments included), as Spark
+                            reads it
       high_watermark        end for read_uncommitted readers (ListOffsets -1)
       last_stable_offset    end for read_committed readers (-1 under read_committed); only
                             asked for under --isolation read_committed, else null (it costs

@@ -355,6 +355,12 @@ def _draft(
             reasons.append(f"the oldest unread record is {format_duration_ms(now_ms - oldest)} old")
     new_bytes = None
     if retention.retention_bytes >= 0:
+        if retention.remote_storage:  # the sizes known are the local segments' only
+            return judged(
+                HoldAction.REFUSED,
+                f"retention.bytes={retention.retention_bytes} on a topic with tiered storage: its unread "
+                "bytes cannot be estimated (Kafka reports the size of the local segments only)",
+            )
         needed_bytes = 0
         for f in findings:
             if f.tp not in unread or f.available is None:

@@ -58,6 +58,10 @@ class TopicRetention:
     retention_bytes: int = -1  # -1: no size limit
     cleanup_policy: frozenset[str] = frozenset({"delete"})
     segment_ms: int | None = None
+    # Tiered storage (KIP-405, ``remote.storage.enable``): retention.ms and retention.bytes count the
+    # whole log, remote segments included; local.retention.* only moves segments off the brokers.
+    remote_storage: bool = False
+    local_retention_ms: int = -2  # -2: as retention.ms
 
     @property
     def deletes(self) -> bool:
@@ -145,6 +149,7 @@ def runway_of(
     if not retention.deletes:
         return Runway(None, _ts(stamp), "compacted (cleanup.policy=compact): not deleted by time")
     note = f"; retention.bytes={retention.retention_bytes}: not estimated" if _sized(retention) else ""
+    note += _tiered_note(retention)
     if isinstance(stamp, str) or stamp is None:
         return Runway(None, None, f"record at {position} not read: {stamp or 'unknown'}{note}")
     if stamp.timestamp_ms < 0:
@@ -153,22 +158,40 @@ def runway_of(
     by_time = stamp.timestamp_ms + retention.retention_ms if retention.retention_ms >= 0 else None
     by_size, size_reason = None, ""
     if _sized(retention):
-        if isinstance(size, int) and log is not None and now_ms is not None:
+        if retention.remote_storage:
+            # DescribeLogDirs sizes the brokers' local segments only; retention.bytes counts the
+            # remote ones too, so an estimate from the local part would come too late.
+            size_reason = (
+                f"retention.bytes={retention.retention_bytes}: not estimated (Kafka reports the size "
+                "of the local segments only)"
+            )
+        elif isinstance(size, int) and log is not None and now_ms is not None:
             by_size, size_reason = size_runway(
                 position, log, size, retention.retention_bytes, stamp.timestamp_ms, now_ms
             )
         else:
             why = f" ({size})" if isinstance(size, str) else ""
             size_reason = f"retention.bytes={retention.retention_bytes}: not estimated{why}"
+    tiered = _tiered_note(retention)
     if by_time is None and not size_reason:
-        return Runway(None, stamp.timestamp_ms, f"infinite retention (retention.ms=-1){gap}")
+        return Runway(None, stamp.timestamp_ms, f"infinite retention (retention.ms=-1){gap}{tiered}")
     time_reason = f"retention.ms={retention.retention_ms}" if by_time is not None else "retention.ms=-1"
     if by_time is None and by_size is None:
         # No time limit, and size retention still deletes: not "infinite", whatever was estimated.
-        return Runway(None, stamp.timestamp_ms, f"size-limited ({time_reason}): {size_reason}{gap}")
+        return Runway(None, stamp.timestamp_ms, f"size-limited ({time_reason}): {size_reason}{gap}{tiered}")
     known = [t for t in (by_time, by_size) if t is not None]
     reason = "; ".join(r for r in (time_reason, size_reason) if r)
-    return Runway(min(known), stamp.timestamp_ms, f"{reason}{gap}")
+    return Runway(min(known), stamp.timestamp_ms, f"{reason}{gap}{tiered}")
+
+
+def _tiered_note(retention: TopicRetention) -> str:
+    """What a tiered topic's runway counts: the whole log (Spark reads remote segments as local ones)."""
+    if not retention.remote_storage:
+        return ""
+    return (
+        "; tiered storage: the whole log counts, remote segments included "
+        f"(local.retention.ms={retention.local_retention_ms} only moves segments off the brokers' disks)"
+    )
 
 
 def size_runway(

@@ -53,7 +53,14 @@ __all__ = [
     "topic_retention",
 ]
 
-_CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy", "segment.ms")
+_CONFIGS = (
+    "retention.ms",
+    "retention.bytes",
+    "cleanup.policy",
+    "segment.ms",
+    "remote.storage.enable",  # tiered storage (KIP-405; absent before Kafka 3.6)
+    "local.retention.ms",
+)
 _BATCH = 500  # messages taken per consume() call
 _NOT_READ = "not read (the read ended before it: stopped, or not needed)"
 _AT_END = "nothing readable at or after it now (transaction markers or aborted records only)"
@@ -112,7 +119,10 @@ def runway_facts(
     sized = {
         tp
         for tp, _ in wanted
-        if isinstance(r := retention.get(tp.topic), TopicRetention) and r.deletes and r.retention_bytes >= 0
+        if isinstance(r := retention.get(tp.topic), TopicRetention)
+        and r.deletes
+        and r.retention_bytes >= 0
+        and not r.remote_storage  # the sizes would be the local segments' only: not estimated
     }
     sizes: dict[TopicPartition, int | str] = {}
     if sized:
@@ -175,6 +185,8 @@ def _retention(values: Mapping[str, str | None]) -> TopicRetention:
         retention_bytes=int(values.get("retention.bytes") or -1),
         cleanup_policy=policy,
         segment_ms=int(segment) if segment else None,
+        remote_storage=(values.get("remote.storage.enable") or "false").lower() == "true",
+        local_retention_ms=int(values.get("local.retention.ms") or -2),
     )
 
 

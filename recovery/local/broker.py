@@ -43,7 +43,7 @@ from types import TracebackType
 from typing import ClassVar
 
 from recovery.errors import RigError
-from recovery.local.jars import artifact_version, jar_dir, kafka_set
+from recovery.local.jars import artifact_version, jar_dir, kafka_set, require_jar
 from recovery.local.process import die_with_parent, terminate
 
 # Retention settings that make the log start offset move within a second or two, as in production
@@ -72,6 +72,25 @@ rootLogger.appenderRef.file.ref = FILE
 logger.request.name = kafka.request.logger
 logger.request.level = {request_level}
 """
+
+
+# Kafka's test implementation of remote storage, in the storage module's test jar (jvm/kafka.pom.xml).
+LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+
+
+def _tiered_settings(remote: Path) -> dict[str, str]:
+    """Tiered storage on the local disk: segments copied to ``remote`` within a second of rolling."""
+    require_jar(kafka_set(), "kafka-storage-*-test*.jar", "LocalTieredStorage (the kafka-storage test jar)")
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": LOCAL_TIERED_STORAGE,
+        "rsm.config.dir": str(remote),
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
+        # how often segments are copied and expired remote ones deleted (default 30 s)
+        "remote.log.manager.task.interval.ms": "500",
+    }
 
 
 @dataclass(frozen=True)
@@ -120,7 +139,10 @@ class LocalKafkaBroker:
     """A real Kafka broker on 127.0.0.1, in a temp dir of its own.
 
     ``config`` adds or overrides broker settings (``server.properties`` keys); ``request_log_level``
-    DEBUG makes the broker log every request it completes.
+    DEBUG makes the broker log every request it completes. ``tiered_storage`` turns on Kafka's tiered
+    storage (KIP-405) with its own ``LocalTieredStorage`` (a directory of the broker's): topics
+    created with ``remote.storage.enable=true`` copy rolled segments there, and their brokers keep
+    only ``local.retention.ms`` of them.
     """
 
     # Brokers this process has started: the tests' fast lane (`pytest -m "not integration"`)
@@ -137,11 +159,13 @@ class LocalKafkaBroker:
         start_timeout: float = 90.0,
         quorum: Quorum | None = None,
         node_id: int = 1,
+        tiered_storage: bool = False,
     ) -> None:
         # One node of a cluster (recovery.local.cluster): its ports and id come from ``quorum``.
         self._quorum = quorum
         self._node_id = node_id
         self._extra = dict(config or {})
+        self._tiered = tiered_storage
         self._heap = heap
         self._log_level = log_level
         # DEBUG logs every completed request ("Completed request:{...}"): the benchmarks count them.
@@ -295,6 +319,8 @@ class LocalKafkaBroker:
             "broker.session.timeout.ms": "60000",
             **RETENTION_TESTABLE,
         }
+        if self._tiered:
+            settings.update(_tiered_settings(self._workdir / "remote"))
         settings.update(self._extra)
         return settings
 

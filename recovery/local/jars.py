@@ -92,6 +92,13 @@ def artifact_version(name: str, artifact: str) -> str:
     raise RigError(f"{jar_dir(name)}: no {artifact} jar; run `{_fetch(name, clean=True)}`")
 
 
+def require_jar(name: str, pattern: str, what: str) -> None:
+    """A RigError saying how to fetch jar set ``name`` afresh when no jar of it matches ``pattern``
+    (a set fetched before the jar was added to its POM)."""
+    if not any(jar_dir(name).glob(pattern)):
+        raise RigError(f"{jar_dir(name)}: no {what} ({pattern}); run `{_fetch(name, clean=True)}`")
+
+
 def _fetch(name: str, *, clean: bool = False) -> str:
     """The make command that fetches jar set ``name`` (``clean``: afresh, the set being complete)."""
     target = f"line-{name.removeprefix('spark-')}" if name.startswith("spark-") else "jars"

@@ -278,6 +278,22 @@ def test_a_partition_whose_size_is_not_reported_refuses_a_size_limited_hold() ->
     )
 
 
+def test_a_size_limited_topic_with_tiered_storage_refuses_the_hold() -> None:
+    findings, stamps, dirs = by_size()  # the sizes DescribeLogDirs gives: the local segments only
+    tiered = TopicRetention(-1, retention_bytes=2 * GIB, remote_storage=True, local_retention_ms=HOUR)
+
+    t = only(hold(findings, tiered, keep=DAY, stamps=stamps, dirs=dirs))
+
+    assert t.action is HoldAction.REFUSED
+    assert t.reason == (
+        "retention.bytes=2147483648 on a topic with tiered storage: its unread bytes cannot be "
+        "estimated (Kafka reports the size of the local segments only)"
+    )
+    # by time alone, a tiered topic is held as any other: retention.ms counts the whole log
+    t = only(hold(findings, TopicRetention(HOUR, remote_storage=True), keep=DAY, stamps=stamps, dirs=dirs))
+    assert t.action is HoldAction.RAISE and t.new_retention_ms is not None
+
+
 @pytest.mark.parametrize(
     ("stamp", "why"),
     [

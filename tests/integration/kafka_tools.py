@@ -44,3 +44,17 @@ def describe_group(bootstrap: str, group: str) -> dict[tuple[str, int], dict[str
             row = dict(zip(header, fields, strict=True))
             rows[(row["TOPIC"], int(row["PARTITION"]))] = row
     return rows
+
+
+def get_offsets(bootstrap: str, topic: str, time: str) -> dict[int, int]:
+    """``kafka-get-offsets.sh --topic TOPIC --time TIME`` as {partition: offset} (``-4``: the earliest
+    local offset, the first still on the brokers' disks under tiered storage; librdkafka cannot ask)."""
+    command = [
+        _java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{jar_dir(kafka_set())}/*",
+        "org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", bootstrap, "--topic", topic,
+        "--time", time,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = (line.rsplit(":", 2) for line in done.stdout.split())
+    return {int(partition): int(offset) for _, partition, offset in rows}

@@ -150,6 +150,25 @@ def test_runway_of_a_size_limited_topic_takes_the_earlier_of_the_two_limits() ->
     )
 
 
+def test_a_tiered_topic_counts_the_whole_log_and_leaves_its_size_unestimated() -> None:
+    log, stamp = OffsetRange(0, 1000), RecordStamp(600, NOW - HOUR)
+    tiered = " (local.retention.ms=3600000 only moves segments off the brokers' disks)"
+    by_time = runway_of(600, TopicRetention(WEEK, remote_storage=True, local_retention_ms=HOUR), stamp)
+    assert by_time == Runway(
+        NOW - HOUR + WEEK,
+        NOW - HOUR,
+        f"retention.ms={WEEK}; tiered storage: the whole log counts, remote segments included{tiered}",
+    )
+    # DescribeLogDirs sizes the local segments only: the size limit is not estimated from them
+    sized = TopicRetention(-1, 6 * MIB, remote_storage=True, local_retention_ms=HOUR)
+    by_size = runway_of(600, sized, stamp, size=10 * MIB, log=log, now_ms=NOW)
+    assert by_size.earliest_delete_ms is None
+    assert by_size.reason == (
+        "size-limited (retention.ms=-1): retention.bytes=6291456: not estimated (Kafka reports the size "
+        f"of the local segments only); tiered storage: the whole log counts, remote segments included{tiered}"
+    )
+
+
 def test_a_size_limited_partition_near_its_limit_is_at_risk() -> None:
     finding = Finding("0", T0, Verdict.OK, 600, None, OffsetRange(0, 1000))
     judged = apply_runway(
