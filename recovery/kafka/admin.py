@@ -26,11 +26,11 @@ there are no partial answers. A partition that does not exist is never omitted: 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import functools
 import itertools
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -505,26 +505,51 @@ class KafkaAdmin:
         # asked for, so the sets and dicts below compare by identity first (no string compare).
         asked = {(tp.topic, tp.partition): tp for tps_ in pending.values() for tp in tps_}
         for attempt in itertools.count():
-            last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked)
+            last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked, attempt)
             if not any(pending.values()):
                 break
             assert last_error is not None  # a partition is left only after a transient error
             if not deadline.allows(attempt):
                 raise self._unavailable(pending, last_error) from last_error
             self._pause(attempt, "ListOffsets", last_error)
-            self._refresh_leaders({tp.topic for tps in pending.values() for tp in tps}, deadline)
+            self._await_live_leaders({tp for tps in pending.values() for tp in tps}, deadline)
         return answers, gone
 
-    def _refresh_leaders(self, topics: set[str], deadline: Deadline) -> None:
-        """Ask for the topics' metadata before asking again: librdkafka keeps sending a partition's
-        requests to the leader it knows until its metadata is refreshed, and neither an answer
-        without an error code (a dead leader's no offset) nor a request that timed out against a
-        dead broker refreshes it."""
+    def _await_live_leaders(self, partitions: set[TopicPartition], deadline: Deadline) -> None:
+        """Ask for the partitions' metadata before asking again, and wait while a leader it names
+        refuses connections (until ``deadline``).
+
+        librdkafka keeps sending a partition's requests to the leader it knows until its metadata
+        is refreshed, and neither an answer without an error code (a dead leader's no offset) nor a
+        request that timed out against a dead broker refreshes it. And while an admin request waits
+        for a leader that refuses connections, librdkafka reconnects to it in a tight loop (~300
+        connects a second, a core busy for as long as the request waits): on a loaded machine that
+        starved the brokers' controller quorum, and no leader moved for 30 s. The controller names
+        a new leader once it fences the dead broker (``broker.session.timeout.ms``)."""
+        for attempt in itertools.count():
+            down = sorted(self._refused_leaders(partitions, deadline))
+            if not down or not deadline.allows(attempt):
+                return
+            self._pause(attempt, f"leader(s) {', '.join(down)} refuse connections")
+
+    def _refused_leaders(self, partitions: set[TopicPartition], deadline: Deadline) -> set[str]:
+        """The leaders (``host:port``) of ``partitions`` that refuse a TCP connection, from fresh metadata."""
         from confluent_kafka import KafkaException
 
-        for topic in sorted(topics):
-            with contextlib.suppress(KafkaException):
-                self.client.list_topics(topic, timeout=max(0.5, min(5.0, deadline.remaining())))
+        addresses: set[tuple[str, int]] = set()
+        for topic in sorted({tp.topic for tp in partitions}):
+            try:
+                metadata = self.client.list_topics(topic, timeout=max(0.5, min(5.0, deadline.remaining())))
+            except KafkaException:
+                continue
+            found = metadata.topics.get(topic)
+            for tp in partitions:
+                if found is None or tp.topic != topic or tp.partition not in found.partitions:
+                    continue
+                broker = metadata.brokers.get(found.partitions[tp.partition].leader)
+                if broker is not None and broker.host:
+                    addresses.add((str(broker.host), int(broker.port)))
+        return {f"{host}:{port}" for host, port in addresses if _refuses(host, port)}
 
     def _list_offsets_once(
         self,
@@ -534,6 +559,7 @@ class KafkaAdmin:
         gone: set[TopicPartition],
         deadline: Deadline,
         asked: Mapping[tuple[str, int], TopicPartition],
+        attempt: int = 0,
     ) -> BaseException | None:
         """One round of every pending lookup, all sent before any answer is awaited: answered and
         gone partitions leave ``pending``; returns the last transient error (the others are asked
@@ -553,7 +579,7 @@ class KafkaAdmin:
             else:
                 raise translate(exc, f"ListOffsets for {tp}", self.config, topic=tp.topic) from exc
 
-        for name, wait in self._submit(queries, pending, deadline).items():
+        for name, wait in self._submit(queries, pending, deadline, attempt).items():
             try:
                 answered = wait()
             except KafkaException as exc:  # the whole lookup failed: so did each of its partitions
@@ -577,18 +603,33 @@ class KafkaAdmin:
         return last_error
 
     def _submit(
-        self, queries: Mapping[str, ans.Query], pending: Mapping[str, set[TopicPartition]], deadline: Deadline
+        self,
+        queries: Mapping[str, ans.Query],
+        pending: Mapping[str, set[TopicPartition]],
+        deadline: Deadline,
+        attempt: int = 0,
     ) -> dict[str, Callable[[], OffsetsAnswer]]:
         """Send one ListOffsets call per query with pending partitions, all at once: ``{name: wait}``,
-        ``wait()`` returning ``{confluent TopicPartition: ListOffsetsResultInfo | KafkaError}``."""
+        ``wait()`` returning ``{confluent TopicPartition: ListOffsetsResultInfo | KafkaError}``.
+
+        Each waits at most 2 s (doubled at each attempt) plus 1 s per 1,000 partitions asked, within
+        a third of the budget: an answer takes milliseconds per thousand partitions, and a request
+        for a leader that just died busies librdkafka for as long as it waits (_await_live_leaders)."""
+        asked = sum(len(tps) for tps in pending.values())
+        window = min(self._request_timeout(deadline), 2.0 * 2**attempt + asked / 1000)
         return {
-            name: self._send_list_offsets(tps, *queries[name], deadline)
+            name: self._send_list_offsets(tps, *queries[name], deadline, window)
             for name, tps in pending.items()
             if tps
         }
 
     def _send_list_offsets(
-        self, tps: Iterable[TopicPartition], spec: TimeSpec, isolation: Isolation, deadline: Deadline
+        self,
+        tps: Iterable[TopicPartition],
+        spec: TimeSpec,
+        isolation: Isolation,
+        deadline: Deadline,
+        timeout: float,
     ) -> Callable[[], OffsetsAnswer]:
         """Send the ``list_offsets`` calls for ``tps``, :data:`LIST_OFFSETS_CHUNK` partitions each
         (librdkafka: one request per leader broker per call), all before any answer is awaited.
@@ -606,7 +647,6 @@ class KafkaAdmin:
         }[isolation]
         value = _spec_value(spec)
         request = [KafkaTP(tp.topic, tp.partition, value) for tp in tps]
-        timeout = self._request_timeout(deadline)
         what = f"ListOffsets of {len(request)} partition(s)"
         calls: list[concurrent.futures.Future[OffsetsAnswer]] = []
         try:
@@ -683,6 +723,18 @@ class KafkaAdmin:
             f"no leader answered for {named} within {self.config.timeout_s:g}s "
             f"(cluster at {self.config.bootstrap_servers}); try again later"
         )
+
+
+def _refuses(host: str, port: int) -> bool:
+    """Whether ``host:port`` refuses a TCP connection (nothing listens: a dead broker on a live
+    machine). A timeout or an unreachable host is not a refusal: librdkafka waits those out."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
 
 
 def _spec_value(spec: TimeSpec) -> int:
