@@ -118,7 +118,13 @@ class KafkaAdmin:
         # Why the cluster refused our credentials, and when (monotonic) it last said so.
         self._refused: tuple[str, float] | None = None
         try:
-            settings: dict[str, Any] = {**config.client_config(), "error_cb": self._on_error}
+            # librdkafka's admin client is a producer, whose metadata requests for a topic by name
+            # create it where the brokers allow (auto.create.topics.enable): never ours.
+            settings: dict[str, Any] = {
+                **config.client_config(),
+                "allow.auto.create.topics": False,
+                "error_cb": self._on_error,
+            }
             self.client: AdminClient = AdminClient(settings)
         except (KafkaException, ValueError, TypeError) as exc:
             raise ConfigError(
@@ -504,6 +510,7 @@ class KafkaAdmin:
         # The answers name partitions by (topic, partition): map them back to the very objects
         # asked for, so the sets and dicts below compare by identity first (no string compare).
         asked = {(tp.topic, tp.partition): tp for tps_ in pending.values() for tp in tps_}
+        live: set[tuple[str, int]] = set()  # leaders that took a connection: not probed again
         for attempt in itertools.count():
             last_error = self._list_offsets_once(queries, pending, answers, gone, deadline, asked, attempt)
             if not any(pending.values()):
@@ -512,12 +519,16 @@ class KafkaAdmin:
             if not deadline.allows(attempt):
                 raise self._unavailable(pending, last_error) from last_error
             self._pause(attempt, "ListOffsets", last_error)
-            self._await_live_leaders({tp for tps in pending.values() for tp in tps}, deadline)
+            left = {tp for tps in pending.values() for tp in tps}
+            if self._await_live_leaders(left, deadline, live):  # never sent to a leader that refuses
+                raise self._unavailable(pending, last_error) from last_error
         return answers, gone
 
-    def _await_live_leaders(self, partitions: set[TopicPartition], deadline: Deadline) -> None:
+    def _await_live_leaders(
+        self, partitions: set[TopicPartition], deadline: Deadline, live: set[tuple[str, int]]
+    ) -> bool:
         """Ask for the partitions' metadata before asking again, and wait while a leader it names
-        refuses connections (until ``deadline``).
+        refuses connections; whether one still does when ``deadline`` comes.
 
         librdkafka keeps sending a partition's requests to the leader it knows until its metadata
         is refreshed, and neither an answer without an error code (a dead leader's no offset) nor a
@@ -527,29 +538,48 @@ class KafkaAdmin:
         starved the brokers' controller quorum, and no leader moved for 30 s. The controller names
         a new leader once it fences the dead broker (``broker.session.timeout.ms``)."""
         for attempt in itertools.count():
-            down = sorted(self._refused_leaders(partitions, deadline))
-            if not down or not deadline.allows(attempt):
-                return
-            self._pause(attempt, f"leader(s) {', '.join(down)} refuse connections")
+            down = self._refused_leaders(partitions, deadline, live)
+            if not down:
+                return False
+            if not deadline.allows(attempt):
+                return True
+            self._pause(attempt, f"leader(s) {', '.join(sorted(down))} refuse connections")
+        raise AssertionError("unreachable")
 
-    def _refused_leaders(self, partitions: set[TopicPartition], deadline: Deadline) -> set[str]:
-        """The leaders (``host:port``) of ``partitions`` that refuse a TCP connection, from fresh metadata."""
+    def _refused_leaders(
+        self, partitions: set[TopicPartition], deadline: Deadline, live: set[tuple[str, int]]
+    ) -> set[str]:
+        """The leaders of ``partitions`` (``host:port``) that refuse a TCP connection, from fresh
+        metadata (one request per topic, while the deadline lasts); ``live`` gathers those that
+        took one, so a leader is probed once per call unless it refused."""
         from confluent_kafka import KafkaException
 
-        addresses: set[tuple[str, int]] = set()
-        for topic in sorted({tp.topic for tp in partitions}):
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        leaders: set[tuple[str, int]] = set()
+        for topic, numbers in sorted(by_topic.items()):
+            if deadline.expired():
+                break
             try:
-                metadata = self.client.list_topics(topic, timeout=max(0.5, min(5.0, deadline.remaining())))
+                metadata = self.client.list_topics(topic, timeout=max(0.1, min(5.0, deadline.remaining())))
             except KafkaException:
                 continue
             found = metadata.topics.get(topic)
-            for tp in partitions:
-                if found is None or tp.topic != topic or tp.partition not in found.partitions:
-                    continue
-                broker = metadata.brokers.get(found.partitions[tp.partition].leader)
+            if found is None:
+                continue
+            for number in numbers:
+                partition = found.partitions.get(number)
+                broker = metadata.brokers.get(partition.leader) if partition is not None else None
                 if broker is not None and broker.host:
-                    addresses.add((str(broker.host), int(broker.port)))
-        return {f"{host}:{port}" for host, port in addresses if _refuses(host, port)}
+                    leaders.add((str(broker.host), int(broker.port)))
+        down: set[str] = set()
+        for host, port in sorted(leaders - live):
+            if _refuses(host, port, timeout_s=min(1.0, max(0.1, deadline.remaining()))):
+                down.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")  # IPv6 in brackets
+            else:
+                live.add((host, port))
+        return down
 
     def _list_offsets_once(
         self,
@@ -559,11 +589,11 @@ class KafkaAdmin:
         gone: set[TopicPartition],
         deadline: Deadline,
         asked: Mapping[tuple[str, int], TopicPartition],
-        attempt: int = 0,
+        attempt: int,
     ) -> BaseException | None:
-        """One round of every pending lookup, all sent before any answer is awaited: answered and
-        gone partitions leave ``pending``; returns the last transient error (the others are asked
-        again)."""
+        """One round (``attempt``, from 0) of every pending lookup, all sent before any answer is
+        awaited: answered and gone partitions leave ``pending``; returns the last transient error
+        (the others are asked again)."""
         from confluent_kafka import KafkaError as RdKafkaError
         from confluent_kafka import KafkaException
 
@@ -607,7 +637,7 @@ class KafkaAdmin:
         queries: Mapping[str, ans.Query],
         pending: Mapping[str, set[TopicPartition]],
         deadline: Deadline,
-        attempt: int = 0,
+        attempt: int,
     ) -> dict[str, Callable[[], OffsetsAnswer]]:
         """Send one ListOffsets call per query with pending partitions, all at once: ``{name: wait}``,
         ``wait()`` returning ``{confluent TopicPartition: ListOffsetsResultInfo | KafkaError}``.
@@ -616,7 +646,7 @@ class KafkaAdmin:
         a third of the budget: an answer takes milliseconds per thousand partitions, and a request
         for a leader that just died busies librdkafka for as long as it waits (_await_live_leaders)."""
         asked = sum(len(tps) for tps in pending.values())
-        window = min(self._request_timeout(deadline), 2.0 * 2**attempt + asked / 1000)
+        window = min(self._request_timeout(deadline), 2.0 * 2 ** min(attempt, 8) + asked / 1000)
         return {
             name: self._send_list_offsets(tps, *queries[name], deadline, window)
             for name, tps in pending.items()
@@ -725,15 +755,16 @@ class KafkaAdmin:
         )
 
 
-def _refuses(host: str, port: int) -> bool:
-    """Whether ``host:port`` refuses a TCP connection (nothing listens: a dead broker on a live
-    machine). A timeout or an unreachable host is not a refusal: librdkafka waits those out."""
+def _refuses(host: str, port: int, *, timeout_s: float) -> bool:
+    """Whether every address of ``host:port`` refuses a TCP connection (nothing listens: a dead
+    broker on a live machine). A timeout or an unreachable host is not a refusal: librdkafka waits
+    those out without a busy loop."""
     try:
-        with socket.create_connection((host, port), timeout=1.0):
+        with socket.create_connection((host, port), timeout=timeout_s, all_errors=True):
             return False
-    except ConnectionRefusedError:
-        return True
-    except OSError:
+    except ExceptionGroup as errors:
+        return all(isinstance(e, ConnectionRefusedError) for e in errors.exceptions)
+    except OSError:  # the name did not resolve
         return False
 
 
