@@ -188,10 +188,13 @@ def _tiered_note(retention: TopicRetention) -> str:
     """What a tiered topic's runway counts: the whole log (Spark reads remote segments as local ones)."""
     if not retention.remote_storage:
         return ""
-    return (
-        "; tiered storage: the whole log counts, remote segments included "
-        f"(local.retention.ms={retention.local_retention_ms} only moves segments off the brokers' disks)"
+    local = retention.local_retention_ms
+    kept = (
+        "local.retention.ms=-2: the brokers keep them as long"
+        if local == -2
+        else f"local.retention.ms={local} only moves segments off the brokers' disks"
     )
+    return f"; tiered storage: the whole log counts, remote segments included ({kept})"
 
 
 def size_runway(

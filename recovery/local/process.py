@@ -12,7 +12,8 @@ import subprocess
 
 def die_with_parent() -> list[str]:
     """A command prefix giving the child ``PR_SET_PDEATHSIG=SIGKILL`` (util-linux ``setpriv``), so it
-    dies with the Python process that started it even on SIGKILL; empty where setpriv is missing."""
+    dies with the Python process that started it even on SIGKILL; empty where setpriv is missing.
+    The signal comes when the *thread* that started the child ends: start it from one that lasts."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
