@@ -190,7 +190,7 @@ def _tiered_note(retention: TopicRetention) -> str:
         return ""
     local = retention.local_retention_ms
     kept = (
-        "local.retention.ms=-2: the brokers keep them as long"
+        "local.retention.ms=-2: the brokers keep them as long as retention.ms"
         if local == -2
         else f"local.retention.ms={local} only moves segments off the brokers' disks"
     )

@@ -159,6 +159,8 @@ def test_a_tiered_topic_counts_the_whole_log_and_leaves_its_size_unestimated() -
         NOW - HOUR,
         f"retention.ms={WEEK}; tiered storage: the whole log counts, remote segments included{tiered}",
     )
+    as_long = runway_of(600, TopicRetention(WEEK, remote_storage=True), stamp)  # local.retention.ms=-2
+    assert as_long.reason.endswith("(local.retention.ms=-2: the brokers keep them as long as retention.ms)")
     # DescribeLogDirs sizes the local segments only: the size limit is not estimated from them
     sized = TopicRetention(-1, 6 * MIB, remote_storage=True, local_retention_ms=HOUR)
     by_size = runway_of(600, sized, stamp, size=10 * MIB, log=log, now_ms=NOW)
