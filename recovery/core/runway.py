@@ -148,8 +148,9 @@ def runway_of(
         return Runway(None, _ts(stamp), f"retention settings not read: {retention or 'unknown'}")
     if not retention.deletes:
         return Runway(None, _ts(stamp), "compacted (cleanup.policy=compact): not deleted by time")
+    tiered = _tiered_note(retention)
     note = f"; retention.bytes={retention.retention_bytes}: not estimated" if _sized(retention) else ""
-    note += _tiered_note(retention)
+    note += tiered
     if isinstance(stamp, str) or stamp is None:
         return Runway(None, None, f"record at {position} not read: {stamp or 'unknown'}{note}")
     if stamp.timestamp_ms < 0:
@@ -172,7 +173,6 @@ def runway_of(
         else:
             why = f" ({size})" if isinstance(size, str) else ""
             size_reason = f"retention.bytes={retention.retention_bytes}: not estimated{why}"
-    tiered = _tiered_note(retention)
     if by_time is None and not size_reason:
         return Runway(None, stamp.timestamp_ms, f"infinite retention (retention.ms=-1){gap}{tiered}")
     time_reason = f"retention.ms={retention.retention_ms}" if by_time is not None else "retention.ms=-1"
