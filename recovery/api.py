@@ -42,6 +42,7 @@ from recovery.core.plan import (
     resolve_sink,
     resume_positions,
 )
+from recovery.core.real_time import REAL_TIME_LINES, real_time_findings, real_time_view
 from recovery.core.results import PartitionLag, RepairResult, StartingOffsets, ValidationReport
 from recovery.core.runway import apply_runway, wanted_positions
 from recovery.core.spark_lines import DEFAULT_LINE, spark_line
@@ -98,6 +99,7 @@ def validate_checkpoint(
     stamp_cache: StampCache | None = None,
     spark_version: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
+    real_time: bool = False,
 ) -> ValidationReport:
     """Compare the position a checkpoint resumes from with what Kafka holds now. Never writes.
     With ``sink`` (the query's Delta sink table), also say whether it would skip batches.
@@ -117,12 +119,22 @@ def validate_checkpoint(
     words the report gives for each failure, and whose own restart checks it predicts
     (:mod:`recovery.core.spark_lines`); ``spark_conf``: the query's session settings, where known
     (``spark.sql.streaming.checkUnfinishedRepartitionOnRestart=false`` turns Spark 4.2's check off).
+    ``real_time``: the query runs in Real-Time Mode (Spark 4.1+; nothing in a checkpoint says so),
+    whose restart is predicted as :mod:`recovery.core.real_time` says.
 
     Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092"), runway_warn_s=6 * 3600)``
     """
     line = parsed_spark_line(spark_version)
+    if real_time and line not in REAL_TIME_LINES:
+        raise InvalidInput(
+            f"real_time: Real-Time Mode needs Spark {' or '.join(REAL_TIME_LINES)}; "
+            f"the query's Spark is {line}",
+            parameter="real_time",
+        )
     chk = open_checkpoint(location, storage_options)
     view, issues = checkpoint_view(chk)
+    if real_time:
+        view = real_time_view(view)
     issues = (*issues, *spark_check_issues(chk, line, spark_conf))
     refuse_without_kafka_source(chk, view)
     if runway_warn_s is not None and runway_warn_s <= 0:
@@ -155,6 +167,8 @@ def validate_checkpoint(
         cluster = cluster_for(kafka, resumed, isolation)
         warning = _sink_warning(chk, sink, (), storage_options)
         findings = assess(view, cluster)
+        if real_time:
+            findings = real_time_findings(findings)
         if reader is not None:
             findings, at_ms = _with_runway(reader, findings, runway_warn_s, cluster.topic_ids)
     finally:
@@ -174,6 +188,7 @@ def validate_checkpoint(
         runway_warn_s=runway_warn_s,
         delta_at_risk=delta_at_risk,
         spark_line=line,
+        real_time=real_time,
     )
 
 

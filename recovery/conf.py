@@ -35,6 +35,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from recovery.checkpoint.options import StorageOptions
 from recovery.core.model import GateMode, Isolation
+from recovery.core.real_time import REAL_TIME_LINES
 from recovery.core.runway import parse_runway_warn
 from recovery.core.spark_lines import DEFAULT_LINE, spark_line
 from recovery.errors import ConfigError, InvalidInput, OffsetSpecError
@@ -101,6 +102,7 @@ class JobConf:
     partition_metrics: bool = True  # fleet serve: per-partition series (False: the job's only)
     interval_s: float | None = None  # fleet serve: how often it is checked (None: its cluster's)
     spark_line: str = DEFAULT_LINE  # the Spark the query runs (recovery.core.spark_lines)
+    real_time: bool = False  # the query runs in Real-Time Mode (recovery.core.real_time)
     storage_shown: StorageOptions = field(default_factory=dict)
     storage_options: StorageOptions = field(default_factory=dict, repr=False)
 
@@ -187,6 +189,7 @@ class _Job(BaseModel):
     partition_metrics: bool = True
     interval: Duration | None = None
     spark_version: SparkLine = DEFAULT_LINE
+    real_time: bool = False
 
 
 class _File(BaseModel):
@@ -383,6 +386,11 @@ def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
         raise ConfigError(f"{file}: {_path(*base, 'checkpoint')}: empty; expected a path or URL")
     if raw.sink is not None and not raw.sink.strip():
         raise ConfigError(f"{file}: {_path(*base, 'sink')}: empty; expected a Delta table path or URL")
+    if raw.real_time and raw.spark_version not in REAL_TIME_LINES:
+        raise ConfigError(
+            f"{file}: {_path(*base, 'real_time')}: Real-Time Mode needs spark_version "
+            f"{' or '.join(REAL_TIME_LINES)}, not {raw.spark_version}"
+        )
     _refuse_secrets(file, (*base, "storage_options"), raw.storage_options, "storage_options_env")
     both = set(raw.storage_options) & set(raw.storage_options_env)
     if both:
@@ -409,6 +417,7 @@ def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
         partition_metrics=raw.partition_metrics,
         interval_s=raw.interval,
         spark_line=raw.spark_version,
+        real_time=raw.real_time,
         storage_shown=shown,
         storage_options=options,
     )

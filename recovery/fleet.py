@@ -310,6 +310,7 @@ def check_job(
             delta_tables=dict(job.delta_tables) or None,
             stamp_cache=stamp_cache,
             spark_version=job.spark_line,
+            real_time=job.real_time,
         )
     except RecoveryError as exc:
         log.info("job %s: %s", job.name, exc)

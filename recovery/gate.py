@@ -53,6 +53,7 @@ def prestart_gate(
     runway_warn_s: float | None = DEFAULT_GATE_RUNWAY_WARN_S,
     spark_version: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
+    real_time: bool = False,
 ) -> ValidationReport | None:
     """Check (and in ``clamp`` mode repair) ``checkpoint`` before the query starts.
 
@@ -61,7 +62,8 @@ def prestart_gate(
     ``runway_warn_s``: warn (never refuse) when retention may delete unread records sooner (None: no
     runway check). ``spark_version``: the job's own (``pyspark.__version__``), whose words the report
     gives and whose own restart checks it predicts (a line not verified is warned about, and judged
-    as the default line); ``spark_conf``: the session's settings, where they change those checks.
+    as the default line); ``spark_conf``: the session's settings, where they change those checks;
+    ``real_time``: the query is started in Real-Time Mode (:mod:`recovery.core.real_time`).
     A checkpoint that Spark itself cannot restart from is refused in ``clamp`` mode too: no repair
     cures it (the report says what does).
     """
@@ -83,6 +85,7 @@ def prestart_gate(
         runway_warn_s=runway_warn_s,
         spark_version=spark_version,
         spark_conf=spark_conf,
+        real_time=real_time,
     )
     _warn_runway(checkpoint, report)
     if not report.needs_repair:
@@ -128,6 +131,7 @@ def prestart_gate(
         runway_warn_s=runway_warn_s,
         spark_version=spark_version,
         spark_conf=spark_conf,
+        real_time=real_time,
     )
 
 

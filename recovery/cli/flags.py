@@ -45,6 +45,7 @@ FLAGS: dict[str, str] = {
     "overrides": "-X",  # KafkaConfig.from_options(overrides=...)
     "parallel": "--parallel",
     "pipeline": "--pipeline",
+    "real_time": "--real-time",
     "runway_warn_s": "--runway-warn",
     "scope": "--topic",  # StrategyRequest.scope
     "shard": "--shard",

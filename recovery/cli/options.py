@@ -418,6 +418,18 @@ def spark_version_option(help: str = SPARK_VERSION_HELP) -> Callable[[F], F]:
     return click.option("--spark-version", "spark_version", metavar="VERSION", help=help)
 
 
+REAL_TIME_HELP = (
+    "The query runs in Real-Time Mode (trigger(realTime=...), Spark 4.1 and 4.2; a checkpoint does not "
+    "say so): a position below the log start fails with OffsetOutOfRangeException, failOnDataLoss=false "
+    "too; other failures are not predicted."
+)
+
+
+def real_time_option(help: str = REAL_TIME_HELP) -> Callable[[F], F]:
+    """``--real-time``: the command receives ``real_time: bool``."""
+    return click.option("--real-time", "real_time", is_flag=True, help=help)
+
+
 def duration_option(flag: str, dest: str, help: str, *, default: str | None = None) -> Callable[[F], F]:
     """A ``DURATION`` option (PT6H, 6h, 1h30m, 2d): the command receives ``dest`` in seconds; with no
     ``default`` it is required."""

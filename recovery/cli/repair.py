@@ -31,6 +31,7 @@ from recovery.cli.options import (
     no_match_option,
     on_beyond_end_option,
     output_option,
+    real_time_option,
     runway_warn_option,
     sink_option,
     spark_version_option,
@@ -57,6 +58,7 @@ judged_isolation = isolation_option(
 @sink_option()
 @runway_warn_option()
 @spark_version_option()
+@real_time_option()
 @click.option(
     "--no-runway",
     "no_runway",
@@ -80,6 +82,7 @@ def validate_cmd(
     sink: str | None,
     runway_warn_s: float | None,
     spark_version: str | None,
+    real_time: bool,
     no_runway: bool,
     delta_tables: tuple[str, ...],
     storage_options: dict[str, str],
@@ -115,6 +118,7 @@ def validate_cmd(
             runway_warn_s=runway_warn_s,
             delta_tables=tables,
             spark_version=spark_version,
+            real_time=real_time,
         )
     if output == "json":
         render.emit_json(report.report_body(result))

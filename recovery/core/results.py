@@ -34,6 +34,7 @@ class ValidationReport:
     # Delta sources whose table's cleanup may soon remove what they need (their warnings' text)
     delta_at_risk: tuple[str, ...] = ()
     spark_line: str = DEFAULT_LINE  # the Spark the query runs, whose words say each failure
+    real_time: bool = False  # judged as a Real-Time Mode restart (recovery.core.real_time)
 
     @property
     def needs_action(self) -> bool:

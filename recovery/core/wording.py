@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from recovery.core.model import Finding, Move
+from recovery.core.real_time import NOT_PREDICTED
 from recovery.core.spark_lines import DEFAULT_LINE, says
 
 
@@ -38,7 +39,10 @@ def describe_finding(f: Finding, line: str = DEFAULT_LINE) -> str:
 
 def spark_outcome(f: Finding, *, short: bool = False, line: str = DEFAULT_LINE) -> str:
     """What Spark does on restart: fails (in Spark ``line``'s words: an error condition from 4.0 on,
-    an exception and its message's start on 3.5), silently skips records, or runs."""
+    an exception and its message's start on 3.5), silently skips records, or runs; in Real-Time Mode
+    perhaps not predicted (:mod:`recovery.core.real_time`)."""
+    if f.spark_error == NOT_PREDICTED:
+        return "not predicted (Real-Time Mode)" if short else "Spark's outcome not predicted (Real-Time Mode)"
     if f.spark_error:
         said = says(f, line)
         return str(said) if short else f"Spark fails with {said}"

@@ -138,8 +138,8 @@ BAD = [
     pytest.param(
         JOB + "checkpont = 'x'\n",
         "job.orders.checkpont: unknown key (expected checkpoint, cluster, delta_tables, gate, hold, "
-        "interval, isolation, partition_metrics, runway_warn, sink, spark_version, storage_options, "
-        "storage_options_env)",
+        "interval, isolation, partition_metrics, real_time, runway_warn, sink, spark_version, "
+        "storage_options, storage_options_env)",
         id="typo-in-job",
     ),
     pytest.param(

@@ -209,7 +209,8 @@ def move_rows(moves: Iterable[Move]) -> list[JsonObject]:
 def context_line(what: ValidationReport | Plan) -> str:
     """``checkpoint /chk (query …): Spark re-runs uncommitted batch 1 next``."""
     run = "re-runs uncommitted batch" if what.rerun else "starts batch"
-    return f"checkpoint {what.checkpoint} (query {what.query_id}): Spark {run} {what.batch_id} next"
+    mode = " in Real-Time Mode" if isinstance(what, ValidationReport) and what.real_time else ""
+    return f"checkpoint {what.checkpoint} (query {what.query_id}): Spark {run} {what.batch_id} next{mode}"
 
 
 def report_body(report: ValidationReport) -> JsonObject:
@@ -221,6 +222,7 @@ def report_body(report: ValidationReport) -> JsonObject:
         "rerun": report.rerun,
         "isolation": report.isolation.value,
         "spark_version": report.spark_line,
+        "real_time": report.real_time,
         "needs_action": report.needs_action,
         "sink_warning": report.sink_warning,
         "issues": [{"level": i.level.value, "message": i.message} for i in report.issues],

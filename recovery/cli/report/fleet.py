@@ -14,7 +14,7 @@
   name on every line); null when it runs or when unknown;
 * ``on_restart``: the table's SPARK-ON-RESTART cell: what the job's Spark prints for ``spark_error``
   (the condition from 4.0 on, the exception and its message's start on 3.5), ``runs``, ``runs,
-  silently skips N``, or null when unknown;
+  silently skips N``, ``not predicted (Real-Time Mode)``, or null when unknown;
 * ``runway_s``: the shortest retention runway of the job's partitions, in seconds at the time of
   the check (negative: retention may delete unread records now; null: no partition has a time
   limit, or unknown); ``runway``: the table's RUNWAY cell: that time (``5h12m``, ``due``), else
@@ -41,7 +41,7 @@ from recovery.core.hold import HoldPlan, ReleasePlan
 from recovery.core.model import Finding, JsonObject, Verdict
 from recovery.core.restart import Level
 from recovery.core.runway import shortest
-from recovery.core.spark_lines import says
+from recovery.core.wording import spark_outcome
 from recovery.errors import ExitCode
 
 if TYPE_CHECKING:  # values only: this module reads their fields and imports neither pydantic nor threads
@@ -130,7 +130,7 @@ def _on_restart(result: JobResult, worst: Finding | None) -> str | None:
     if result.report is None:
         return None
     if worst is not None and worst.spark_error:
-        return says(worst, result.job.spark_line)
+        return spark_outcome(worst, short=True, line=result.job.spark_line)
     skipped = result.silently_skipped or 0
     return f"runs, silently skips {skipped}" if skipped else "runs"
 
