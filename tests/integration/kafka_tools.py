@@ -20,13 +20,19 @@ def _java() -> str:
     return java
 
 
-def kafka_consumer_groups(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``kafka-consumer-groups.sh --bootstrap-server BOOTSTRAP ARGS...``."""
+def kafka_tool(main_class: str, bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """One of Kafka's tools (its main class, as its ``bin/kafka-*.sh`` runs it) with
+    ``--bootstrap-server BOOTSTRAP ARGS...``."""
     command = [
         _java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{jar_dir(kafka_set())}/*",
-        CONSUMER_GROUP_COMMAND, "--bootstrap-server", bootstrap, *args,
+        main_class, "--bootstrap-server", bootstrap, *args,
     ]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def kafka_consumer_groups(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kafka-consumer-groups.sh --bootstrap-server BOOTSTRAP ARGS...``."""
+    return kafka_tool(CONSUMER_GROUP_COMMAND, bootstrap, *args)
 
 
 def describe_group(bootstrap: str, group: str) -> dict[tuple[str, int], dict[str, str]]:
@@ -49,12 +55,7 @@ def describe_group(bootstrap: str, group: str) -> dict[tuple[str, int], dict[str
 def get_offsets(bootstrap: str, topic: str, time: str) -> dict[int, int]:
     """``kafka-get-offsets.sh --topic TOPIC --time TIME`` as {partition: offset} (``-4``: the earliest
     local offset, the first still on the brokers' disks under tiered storage; librdkafka cannot ask)."""
-    command = [
-        _java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{jar_dir(kafka_set())}/*",
-        "org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", bootstrap, "--topic", topic,
-        "--time", time,
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    done = kafka_tool("org.apache.kafka.tools.GetOffsetShell", bootstrap, "--topic", topic, "--time", time)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = (line.rsplit(":", 2) for line in done.stdout.split())
     return {int(partition): int(offset) for _, partition, offset in rows}

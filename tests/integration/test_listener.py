@@ -6,7 +6,6 @@ import logging
 import re
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from confluent_kafka import Consumer
 from kafka_tools import describe_group
 from pyspark.sql import SparkSession
 from streaming_job import NOW
+from waiting import wait_until
 
 from recovery.checkpoint.heartbeat import read_heartbeat
 from recovery.core.model import TopicPartition
@@ -21,13 +21,6 @@ from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import group_offsets
 from recovery.listener import QueryMonitor
 from recovery.local.pipeline import start_kafka_to_delta
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.5)
 
 
 def test_a_running_query_shows_its_lag_in_kafka_consumer_groups_metrics_and_heartbeat(
@@ -53,7 +46,7 @@ def test_a_running_query_shows_its_lag_in_kafka_consumer_groups_metrics_and_hear
         processing_time="1 hour",
     )
     try:
-        wait_until(lambda: monitor.batches >= 1, "the first batch's progress event")
+        wait_until(lambda: monitor.batches >= 1, "the first batch's progress event", 180)
         assert query.isActive
 
         described = describe_group(bootstrap, group)
@@ -138,7 +131,7 @@ def test_sources_are_told_apart_by_description_and_a_group_with_members_is_left_
     consumer.subscribe([payments])
     try:
         wait_until(
-            lambda: consumer.poll(0.5) is not None or bool(consumer.assignment()), "the consumer to join"
+            lambda: consumer.poll(0.5) is not None or bool(consumer.assignment()), "the consumer to join", 180
         )
         checkpoint = str(tmp_path / "chk-live")
         refused = QueryMonitor.attach(spark, checkpoint, kafka, group=live)

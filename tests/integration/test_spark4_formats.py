@@ -15,6 +15,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from streaming_job import NOW, Job, offsets, predicted, tree_digest, verdicts
+from waiting import wait_until
 
 from recovery.checkpoint import open_checkpoint
 from recovery.core.model import GateMode
@@ -189,8 +190,11 @@ def test_a_loss_under_async_progress_tracking_is_predicted_and_repaired(
     query = start_async(j)
     try:
         sent = produce_until_gap(j, produce)
-        # One more batch once the interval has passed, so the last batch Spark ran is on disk and
-        # committed: the Delta sink then holds nothing past the checkpoint.
+        # One more batch once the interval has passed since the last batch written to disk, so the
+        # last batch Spark runs is on disk and committed: the Delta sink then holds nothing past the
+        # checkpoint. The backlog (batches of at most 6 records) drains first: a batch of it may be
+        # written at any time until then, and the next batch within the interval of that would not.
+        wait_until(lambda: len(j.rows()) == sent, "the backlog read", 60)
         time.sleep(6)
         produce(topic, 2, partitions=2, start=sent, timestamp_ms=NOW)
         sent += 2

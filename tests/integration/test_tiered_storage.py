@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from kafka_tools import get_offsets
 from pyspark.sql import SparkSession
 from streaming_job import Job, offsets, predicted, verdicts
+from waiting import wait_until
 
 from recovery.cli import cli
 from recovery.local import topics
@@ -42,13 +43,6 @@ def local_log_start(broker: LocalKafkaBroker, topic: str) -> int | None:
     """The first offset of partition 0 still on the broker's disk (its oldest segment's base offset)."""
     segments = (broker.log_path.parent / "data" / f"{topic}-0").glob("*.log")
     return min((int(p.stem) for p in segments), default=None)
-
-
-def wait_until(check: Callable[[], bool], what: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"not within {seconds:g}s: {what}"
-        time.sleep(0.2)
 
 
 def wave(bootstrap: str, topic: str, start: int, *, timestamp_ms: int | None = None) -> None:
