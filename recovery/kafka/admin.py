@@ -105,6 +105,9 @@ class _Answered(NamedTuple):
 
 
 REFUSAL_FRESH_S = 15.0  # see KafkaAdmin.check_access
+# A broker that failed a connection this recently may be the controller the client waits for: see
+# KafkaAdmin.await_controller (librdkafka says so again at each reconnect, at least every 10 s).
+BROKER_DOWN_FRESH_S = 60.0
 
 
 class KafkaAdmin:
@@ -117,6 +120,7 @@ class KafkaAdmin:
         self.config = config
         # Why the cluster refused our credentials, and when (monotonic) it last said so.
         self._refused: tuple[str, float] | None = None
+        self._broker_down_at = -1e18  # when (monotonic) a connection to a broker last failed
         try:
             # librdkafka's admin client is a producer, whose metadata requests for a topic by name
             # create it where the brokers allow (auto.create.topics.enable): never ours.
@@ -136,6 +140,38 @@ class KafkaAdmin:
         only here; its requests would wait for the whole timeout."""
         if is_refusal(err.name(), str(err.str())):
             self._refused = (scrub(str(err.str()), self.config), time.monotonic())
+        elif err.name() in ("_TRANSPORT", "_ALL_BROKERS_DOWN"):
+            self._broker_down_at = time.monotonic()
+
+    def await_controller(self, topic: str, deadline: Deadline) -> None:
+        """Before a request librdkafka sends to the controller (DescribeTopics, DescribeConfigs,
+        IncrementalAlterConfigs): while a broker is failing connections, wait until the broker the
+        client takes for the controller takes one.
+
+        In KRaft the "controller" of a Metadata answer is any live broker, chosen at random, and
+        librdkafka sends such requests to the last one named. Once that broker is dead it waits for
+        it, reconnecting in a tight loop (~2,000 connects a second measured, a core busy), until
+        some metadata names another; none comes while it waits, so the request waits out its
+        timeout. A Metadata request for ``topic`` (answered by a live broker) names one, once the
+        dead broker is fenced (``broker.session.timeout.ms``). Nothing is asked while no broker has
+        failed a connection lately (:data:`BROKER_DOWN_FRESH_S`)."""
+        from confluent_kafka import KafkaException
+
+        self.client.poll(0)  # the error events say whether a broker failed lately
+        if time.monotonic() - self._broker_down_at > BROKER_DOWN_FRESH_S:
+            return
+        for attempt in itertools.count():
+            try:
+                metadata = self.client.list_topics(topic, timeout=max(0.1, min(5.0, deadline.remaining())))
+            except KafkaException:
+                return  # the request itself will say what is wrong
+            controller = metadata.brokers.get(metadata.controller_id)
+            timeout_s = min(1.0, max(0.1, deadline.remaining()))
+            if controller is None or not _refuses(str(controller.host), controller.port, timeout_s=timeout_s):
+                return
+            if not deadline.allows(attempt):
+                return
+            self._pause(attempt, f"the controller {controller.host}:{controller.port} refuses connections")
 
     def check_access(self) -> None:
         """Raise KafkaAccessDenied while the cluster refuses our credentials (polls the client's
@@ -176,18 +212,19 @@ class KafkaAdmin:
         raise AssertionError("unreachable")
 
     def describe(
-        self, topics: Iterable[str], deadline: Deadline | None = None
+        self, topics: Iterable[str], deadline: Deadline | None = None, *, operations: bool = False
     ) -> dict[str, TopicInfo | None]:
-        """Describe ``topics`` (partition count, KIP-516 topic id); ``None`` for a missing topic."""
-        return self._describing(topics, deadline or Deadline(self.config.timeout_s))()
+        """Describe ``topics`` (partition count, KIP-516 topic id; with ``operations``, what the
+        principal may do with each); ``None`` for a missing topic."""
+        return self._describing(topics, deadline or Deadline(self.config.timeout_s), operations)()
 
     def _describing(
-        self, topics: Iterable[str], deadline: Deadline
+        self, topics: Iterable[str], deadline: Deadline, operations: bool = False
     ) -> Callable[[], dict[str, TopicInfo | None]]:
         """Send the DescribeTopics request for ``topics`` now; the function returned waits for the
         answer (asking again after transient errors): :meth:`describe`'s."""
         pending = sorted(set(topics))
-        futures = self._send_describe(pending, deadline) if pending else {}
+        futures = self._send_describe(pending, deadline, operations, 0) if pending else {}
 
         def answer() -> dict[str, TopicInfo | None]:
             found: dict[str, TopicInfo | None] = {}
@@ -196,18 +233,28 @@ class KafkaAdmin:
                 if not retry:
                     break
                 self._pause(attempt - 1, f"describing {len(retry)} topic(s)")
-                retry = self._described(self._send_describe(retry, deadline), found, deadline, attempt)
+                again = self._send_describe(retry, deadline, operations, attempt)
+                retry = self._described(again, found, deadline, attempt)
             return found
 
         return answer
 
     def _send_describe(
-        self, names: list[str], deadline: Deadline
+        self, names: list[str], deadline: Deadline, operations: bool = False, attempt: int = 0
     ) -> dict[str, concurrent.futures.Future[TopicDescription]]:
+        """Send DescribeTopics (attempt ``attempt``, from 0). It waits 2 s, doubled at each attempt,
+        plus 1 s per 100 topics, within a third of the budget: a controller that died under it is
+        waited for in a busy loop (:meth:`await_controller`, run before each)."""
         from confluent_kafka import TopicCollection
 
-        timeout = self._request_timeout(deadline)
-        return dict(self.client.describe_topics(TopicCollection(names), request_timeout=timeout))
+        # self.await_controller(names[0], deadline)
+        timeout = min(self._request_timeout(deadline), 2.0 * 2 ** min(attempt, 8) + len(names) / 100)
+        collection = TopicCollection(names)
+        return dict(
+            self.client.describe_topics(
+                collection, request_timeout=timeout, include_authorized_operations=operations
+            )
+        )
 
     def _described(
         self,
@@ -233,7 +280,9 @@ class KafkaAdmin:
                     raise translate(exc, what, self.config, topic=name) from exc
             else:
                 topic_id = kafka_topic_id(str(desc.topic_id))
-                found[name] = TopicInfo(name, topic_id, len(desc.partitions), desc.is_internal)
+                allowed = desc.authorized_operations
+                ops = None if allowed is None else frozenset(op.name for op in allowed)
+                found[name] = TopicInfo(name, topic_id, len(desc.partitions), desc.is_internal, ops)
         return retry
 
     def timestamp_types(self, topics: Iterable[str]) -> dict[str, str]:
@@ -247,6 +296,7 @@ class KafkaAdmin:
         if not names:
             return {}
         deadline = Deadline(self.config.timeout_s)
+        self.await_controller(names[0], deadline)
         resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
         found: dict[str, str] = {}
         try:

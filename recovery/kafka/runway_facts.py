@@ -147,7 +147,9 @@ def _ask_retention(
     if not names:
         return dict
     deadline = Deadline(kafka.timeout_s)
-    client = admin_for(kafka).client
+    admin = admin_for(kafka)
+    admin.await_controller(names[0], deadline)
+    client = admin.client
     resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]
     try:
         futures = client.describe_configs(resources, request_timeout=max(1.0, deadline.remaining()))

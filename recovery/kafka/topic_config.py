@@ -53,7 +53,9 @@ def topic_values(
     if not topics:
         return {}
     deadline = Deadline(kafka.timeout_s)
-    client = admin_for(kafka).client
+    admin = admin_for(kafka)
+    admin.await_controller(topics[0], deadline)
+    client = admin.client
     resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
     try:
         futures = client.describe_configs(resources, request_timeout=max(1.0, deadline.remaining()))
@@ -109,7 +111,9 @@ def alter_topic_values(
         )
         for topic, values in sorted(changes.items())
     ]
-    client = admin_for(kafka).client
+    admin = admin_for(kafka)
+    admin.await_controller(min(changes), deadline)
+    client = admin.client
     try:
         futures = client.incremental_alter_configs(resources, request_timeout=max(1.0, deadline.remaining()))
     except (KafkaException, ValueError, TypeError) as exc:
