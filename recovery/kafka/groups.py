@@ -50,6 +50,7 @@ from recovery.kafka.group_values import (
     group_report,
     read_offsets_file,
 )
+from recovery.kafka.values import TopicInfo
 
 __all__ = [
     "GroupChange",
@@ -137,11 +138,13 @@ def set_group_offsets(
     before = GroupOffsets(group, state, members, committed, metadata=metadata)
     check_inactive(before)
     if offsets:
-        ranges = admin.offset_ranges(offsets)
+        # One DescribeTopics serves the ranges and the Read check (the listener commits each batch).
+        infos = admin.describe({tp.topic for tp in offsets}, deadline, operations=True)
+        ranges = admin.offset_ranges(offsets, topics={n: i for n, i in infos.items() if i is not None})
         check_known(offsets, ranges)
         check_in_log(offsets, ranges)
         check_ours(before, force=force)
-        _check_read(admin, group, {tp.topic for tp in offsets}, deadline)
+        _check_read(admin.config, group, infos)
     backup = None
     if execute and offsets:
         if before.foreign:
@@ -313,29 +316,18 @@ def _retention_minutes(admin: KafkaAdmin, coordinator: int | None, deadline: Dea
         return None
 
 
-def _check_read(admin: KafkaAdmin, group: str, topics: set[str], deadline: Deadline) -> None:
+def _check_read(config: KafkaConfig, group: str, infos: Mapping[str, TopicInfo | None]) -> None:
     """Refuse before writing when the principal may not Read a topic: Kafka commits the partitions
     of the topics it may Read and refuses the others, which would leave the group half-written.
     (A broker without an authorizer reports no operations: nothing to check.)"""
-    from confluent_kafka import KafkaException, TopicCollection
-    from confluent_kafka.admin import AclOperation
-
-    what = f"setting the offsets of group {group}"
-    futures = admin.client.describe_topics(
-        TopicCollection(sorted(topics)),
-        request_timeout=max(1.0, deadline.remaining()),
-        include_authorized_operations=True,
-    )
-    for topic, future in futures.items():
-        try:
-            described = wait_for(future, deadline, what, admin.config, admin.check_access)
-        except KafkaException as exc:
-            raise translate(exc, what, admin.config, operation="Read", topic=topic) from exc
-        allowed = described.authorized_operations
-        if allowed is not None and not {AclOperation.READ, AclOperation.ALL} & set(allowed):
-            acl = f"Read on topic {topic}"
+    for topic, info in sorted(infos.items()):
+        allowed = info.operations if info is not None else None
+        if allowed is not None and not {"READ", "ALL"} & allowed:
             raise not_authorized(
-                f"{what} (nothing was written)", "TOPIC_AUTHORIZATION_FAILED", admin.config, acl
+                f"setting the offsets of group {group} (nothing was written)",
+                "TOPIC_AUTHORIZATION_FAILED",
+                config,
+                f"Read on topic {topic}",
             )
 
 

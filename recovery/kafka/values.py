@@ -51,12 +51,15 @@ class ListedTopic(NamedTuple):
 
 @dataclass(frozen=True)
 class TopicInfo:
-    """A topic as the metadata describes it; ``topic_id`` is its KIP-516 id (new on recreation)."""
+    """A topic as the metadata describes it; ``topic_id`` is its KIP-516 id (new on recreation).
+    ``operations``: what the principal may do with it (``AclOperation`` names: ``READ``, ...), when
+    asked for; None when not asked, or from a broker without an authorizer (which reports none)."""
 
     name: str
     topic_id: str
     partitions: int
     internal: bool = False
+    operations: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
