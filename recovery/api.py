@@ -42,7 +42,7 @@ from recovery.core.plan import (
     resolve_sink,
     resume_positions,
 )
-from recovery.core.real_time import REAL_TIME_LINES, real_time_findings, real_time_view
+from recovery.core.real_time import real_time_findings, real_time_refusal, real_time_view
 from recovery.core.results import PartitionLag, RepairResult, StartingOffsets, ValidationReport
 from recovery.core.runway import apply_runway, wanted_positions
 from recovery.core.spark_lines import DEFAULT_LINE, spark_line
@@ -125,12 +125,8 @@ def validate_checkpoint(
     Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092"), runway_warn_s=6 * 3600)``
     """
     line = parsed_spark_line(spark_version)
-    if real_time and line not in REAL_TIME_LINES:
-        raise InvalidInput(
-            f"real_time: Real-Time Mode needs Spark {' or '.join(REAL_TIME_LINES)}; "
-            f"the query's Spark is {line}",
-            parameter="real_time",
-        )
+    if real_time and (refused := real_time_refusal(line)):
+        raise InvalidInput(f"real_time: {refused} (the query's Spark)", parameter="real_time")
     chk = open_checkpoint(location, storage_options)
     view, issues = checkpoint_view(chk)
     if real_time:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from recovery.checkpoint.options import StorageOptions
 from recovery.core.model import GateMode, Isolation
-from recovery.core.real_time import REAL_TIME_LINES
+from recovery.core.real_time import real_time_refusal
 from recovery.core.runway import parse_runway_warn
 from recovery.core.spark_lines import DEFAULT_LINE, spark_line
 from recovery.errors import ConfigError, InvalidInput, OffsetSpecError
@@ -386,11 +386,8 @@ def _job(file: Path, name: str, raw: _Job, env: Mapping[str, str]) -> JobConf:
         raise ConfigError(f"{file}: {_path(*base, 'checkpoint')}: empty; expected a path or URL")
     if raw.sink is not None and not raw.sink.strip():
         raise ConfigError(f"{file}: {_path(*base, 'sink')}: empty; expected a Delta table path or URL")
-    if raw.real_time and raw.spark_version not in REAL_TIME_LINES:
-        raise ConfigError(
-            f"{file}: {_path(*base, 'real_time')}: Real-Time Mode needs spark_version "
-            f"{' or '.join(REAL_TIME_LINES)}, not {raw.spark_version}"
-        )
+    if raw.real_time and (refused := real_time_refusal(raw.spark_version)):
+        raise ConfigError(f"{file}: {_path(*base, 'real_time')}: {refused} (its spark_version)")
     _refuse_secrets(file, (*base, "storage_options"), raw.storage_options, "storage_options_env")
     both = set(raw.storage_options) & set(raw.storage_options_env)
     if both:

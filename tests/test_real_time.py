@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from recovery.cli import run
-from recovery.cli.report.findings import finding_rows
+from recovery.cli.report.findings import context_line, finding_rows, report_body
 from recovery.cli.report.fleet import job_row
 from recovery.conf import load_conf
 from recovery.core.model import (
@@ -70,7 +70,7 @@ def test_what_the_rig_did_not_run_is_not_predicted_but_needs_action() -> None:
     ):
         f = found[tp]
         assert (f.spark_error, f.silently_skipped) == (NOT_PREDICTED, 0), f
-        assert f.needs_action
+        assert f.needs_repair  # a repair is what it needs, whatever Spark would do
         notes = [n for n in f.notes if n.startswith("Real-Time Mode: what Spark does here is not predicted")]
         assert len(notes) == 1 and source in notes[0], f.notes
     assert found[TopicPartition("gone", 0)].spark_error is None  # healthy, untouched
@@ -105,6 +105,8 @@ def test_the_report_and_fleet_row_say_the_mode(tmp_path: Path) -> None:
     )
     job = load_conf(conf_file, environ={}).jobs["rtm"]
     assert job.real_time
+    assert report_body(report)["real_time"] is True
+    assert context_line(report).endswith("Spark starts batch 2 next in Real-Time Mode")
     row = job_row(JobResult(job, report=report))
     assert (row["verdict"], row["on_restart"], row["exit_code"]) == (
         "BEYOND_LOG_END",
@@ -121,7 +123,7 @@ def test_a_spark_without_real_time_mode_is_refused_in_conf_and_on_the_command_li
     )
     with pytest.raises(
         ConfigError,
-        match=r"a\.toml: job\.rtm\.real_time: Real-Time Mode needs spark_version 4\.1 or 4\.2, not 3\.5",
+        match=r"a\.toml: job\.rtm\.real_time: Real-Time Mode needs Spark 4\.1 or 4\.2, not 3\.5 \(its spark_",
     ):
         load_conf(conf_file, environ={})
 
@@ -137,5 +139,6 @@ def test_a_spark_without_real_time_mode_is_refused_in_conf_and_on_the_command_li
         ["validate", str(tmp_path / "chk"), "-b", "localhost:1", "--real-time", "--spark-version", "4.0"],
     )
     assert result.exit_code == 2
-    assert "Real-Time Mode needs Spark 4.1 or 4.2; the query's Spark is 4.0" in result.output
+    assert "Real-Time Mode needs Spark 4.1 or 4.2, not 4.0 (the query's Spark)" in result.output
+    assert "--real-time" in result.output
     assert "Traceback" not in result.output

@@ -14,7 +14,9 @@ repair the query reads on from the log start. Every other partition that needs a
 :data:`NOT_PREDICTED`: its verdict (what Kafka holds) stands, its note says what Spark's source
 suggests. And on restart Spark deletes an uncommitted ``offsets/N`` instead of re-running batch N
 (``MicroBatchExecution``: "Deleting extra entries in offset log"): batch N runs anew from
-``offsets/N-1``, as :func:`real_time_view` makes the checkpoint read.
+``offsets/N-1``, as :func:`real_time_view` makes the checkpoint read. (Spark 4.2's check of an
+unfinished state repartition runs before that purge, so its ``None.get`` stands in this mode too:
+:mod:`recovery.core.spark_lines`.)
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ _FROM_SOURCE = {
 }
 
 
+def real_time_refusal(line: str) -> str | None:
+    """Why Spark ``line`` has no Real-Time Mode to predict (None: it has)."""
+    if line in REAL_TIME_LINES:
+        return None
+    return f"Real-Time Mode needs Spark {' or '.join(REAL_TIME_LINES)}, not {line}"
+
+
 def real_time_view(view: CheckpointView) -> CheckpointView:
     """``view`` as a Real-Time Mode restart reads it: an uncommitted batch is not re-run over its
     stored range (Spark deletes its ``offsets/N``); batch N runs anew from the same start."""
@@ -78,7 +87,7 @@ def _real_time(f: Finding) -> Finding:
                 "failOnDataLoss=false too",
             ),
         )
-    source = _FROM_SOURCE.get(f.verdict, "nothing specific")
+    source = _FROM_SOURCE[f.verdict]  # every verdict that needs a repair
     return copied_with(
         f,
         spark_error=NOT_PREDICTED,

@@ -150,11 +150,13 @@ class KafkaAdmin:
 
         In KRaft the "controller" of a Metadata answer is any live broker, chosen at random, and
         librdkafka sends such requests to the last one named. Once that broker is dead it waits for
-        it, reconnecting in a tight loop (~2,000 connects a second measured, a core busy), until
+        it, reconnecting in a tight loop (7,163 connects and 6.4 s of CPU in 30 s, measured), until
         some metadata names another; none comes while it waits, so the request waits out its
         timeout. A Metadata request for ``topic`` (answered by a live broker) names one, once the
         dead broker is fenced (``broker.session.timeout.ms``). Nothing is asked while no broker has
-        failed a connection lately (:data:`BROKER_DOWN_FRESH_S`)."""
+        failed a connection lately (:data:`BROKER_DOWN_FRESH_S`); a broker that stays down (a
+        bootstrap address of a retired node) costs one Metadata request and one TCP connect each
+        time."""
         from confluent_kafka import KafkaException
 
         self.client.poll(0)  # the error events say whether a broker failed lately
@@ -247,7 +249,7 @@ class KafkaAdmin:
         waited for in a busy loop (:meth:`await_controller`, run before each)."""
         from confluent_kafka import TopicCollection
 
-        # self.await_controller(names[0], deadline)
+        self.await_controller(names[0], deadline)
         timeout = min(self._request_timeout(deadline), 2.0 * 2 ** min(attempt, 8) + len(names) / 100)
         collection = TopicCollection(names)
         return dict(

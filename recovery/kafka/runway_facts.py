@@ -148,6 +148,8 @@ def _ask_retention(
         return dict
     deadline = Deadline(kafka.timeout_s)
     admin = admin_for(kafka)
+    # Before the record reads start: while the controller is a dead broker they would only wait
+    # for this DescribeConfigs, which would wait out its timeout (KafkaAdmin.await_controller).
     admin.await_controller(names[0], deadline)
     client = admin.client
     resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in names]

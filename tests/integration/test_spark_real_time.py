@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, TopicPartition
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
+from streaming_job import NOW
 
 from recovery.cli import cli
 from recovery.core.real_time import OUT_OF_RANGE
@@ -28,8 +29,6 @@ from recovery.local import topics
 from recovery.local.spark import error_conditions
 
 pytestmark = [pytest.mark.fidelity, pytest.mark.spark_since("4.1")]  # Real-Time Mode came in 4.1
-
-NOW = int(time.time()) * 1000
 
 
 def start(
@@ -75,6 +74,7 @@ def written(bootstrap: str, topic: str) -> list[str]:
             message = consumer.poll(1)
             if message is not None and message.error() is None:
                 values.append(message.value().decode())
+        assert len(values) == end, f"read {len(values)} of the {end} records of {topic}"
         return values
     finally:
         consumer.close()

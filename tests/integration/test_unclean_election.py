@@ -94,7 +94,10 @@ def test_an_unclean_election_under_the_position_is_predicted_and_repaired(
     # and goes to the broker the last metadata named controller (any live one, in KRaft): one
     # that is not the dead node 1 (librdkafka would wait for it).
     def ready() -> bool:
-        metadata = admin.list_topics(TOPIC, timeout=10)
+        try:
+            metadata = admin.list_topics(TOPIC, timeout=10)
+        except KafkaException:
+            return False  # no metadata this time: ask again
         return (
             2 in metadata.brokers
             and metadata.controller_id in metadata.brokers

@@ -25,9 +25,10 @@ PAGE_ROWS = 50
 # (stored end of a re-run batch), log_start_offset, log_end_offset (high watermark, or last stable
 # offset under read_committed), records_lost, records_lost_upper_bound (true under read_committed:
 # lost and skipped are counted in offsets, aborted records and markers included), spark_error (error
-# condition on restart with failOnDataLoss=true, Spark 4's name on every line; null: it runs),
-# spark_says (what the query's Spark prints for it: the condition from 4.0 on, the exception and its
-# message's start on 3.5; null: it runs), silently_skipped (records skipped
+# condition on restart with failOnDataLoss=true, Spark 4's name on every line; in Real-Time Mode
+# OffsetOutOfRangeException or REAL_TIME_MODE.NOT_PREDICTED; null: it runs), spark_says (what the
+# query's Spark prints for it: the condition from 4.0 on, the exception and its message's start on
+# 3.5, the spark_error itself in Real-Time Mode; null: it runs), silently_skipped (records skipped
 # with failOnDataLoss=false), detail, notes (what the outcome depends on; what cannot be told);
 # validate's rows add the retention runway (null when not looked up or not known): runway_s (seconds until
 # retention may delete records the query has not read, at the time of the check; negative: it may
