@@ -87,14 +87,11 @@ def _real_time(f: Finding) -> Finding:
                 "failOnDataLoss=false too",
             ),
         )
-    source = _FROM_SOURCE[f.verdict]  # every verdict that needs a repair
+    source = _FROM_SOURCE.get(f.verdict)  # every verdict that needs a repair has its words
+    says = f"; its source says: {source}" if source else ""
     return copied_with(
         f,
         spark_error=NOT_PREDICTED,
         silently_skipped=0,
-        notes=(
-            *f.notes,
-            f"Real-Time Mode: what Spark does here is not predicted (not run on the rig); its source "
-            f"says: {source}",
-        ),
+        notes=(*f.notes, f"Real-Time Mode: what Spark does here is not predicted (not run on the rig){says}"),
     )
