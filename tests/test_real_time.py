@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import pytest
+from boundary import boundary
 from click.testing import CliRunner
 
-from recovery.cli import run
 from recovery.cli.report.findings import context_line, finding_rows, report_body
 from recovery.cli.report.fleet import job_row
 from recovery.conf import load_conf
@@ -126,13 +125,6 @@ def test_a_spark_without_real_time_mode_is_refused_in_conf_and_on_the_command_li
         match=r"a\.toml: job\.rtm\.real_time: Real-Time Mode needs Spark 4\.1 or 4\.2, not 3\.5 \(its spark_",
     ):
         load_conf(conf_file, environ={})
-
-    @click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-    @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-    def boundary(argv: tuple[str, ...]) -> None:
-        from recovery.cli import cli
-
-        run(cli, list(argv))
 
     result = CliRunner().invoke(
         boundary,

@@ -5,11 +5,10 @@ read with ``condition_of``)."""
 
 from __future__ import annotations
 
-import click
 import pytest
+from boundary import boundary
 from click.testing import CliRunner
 
-from recovery.cli import cli, run
 from recovery.cli.report.findings import finding_rows, report_body
 from recovery.core.model import (
     CheckpointFile,
@@ -27,13 +26,6 @@ from recovery.core.spark_lines import condition_of, says, spark_line
 from recovery.core.wording import describe_finding
 
 T = [TopicPartition("orders", p) for p in range(3)]
-
-
-@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-def boundary(argv: tuple[str, ...]) -> None:
-    """The CLI behind its real error boundary (recovery.cli.run), as an operator runs it."""
-    run(cli, list(argv))
 
 
 def judged(

@@ -67,7 +67,13 @@ from recovery.kafka.values import (
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError as RdKafkaError
     from confluent_kafka import TopicPartition as KafkaTP
-    from confluent_kafka.admin import AdminClient, ListOffsetsResultInfo, OffsetSpec, TopicDescription
+    from confluent_kafka.admin import (
+        AdminClient,
+        ClusterMetadata,
+        ListOffsetsResultInfo,
+        OffsetSpec,
+        TopicDescription,
+    )
 
     # One ListOffsets call's answer: each partition's result, or the error it got instead.
     OffsetsAnswer = Mapping[KafkaTP, ListOffsetsResultInfo | RdKafkaError]
@@ -157,23 +163,30 @@ class KafkaAdmin:
         failed a connection lately (:data:`BROKER_DOWN_FRESH_S`); a broker that stays down (a
         bootstrap address of a retired node) costs one Metadata request and one TCP connect each
         time."""
-        from confluent_kafka import KafkaException
-
         self.client.poll(0)  # the error events say whether a broker failed lately
         if time.monotonic() - self._broker_down_at > BROKER_DOWN_FRESH_S:
             return
         for attempt in itertools.count():
-            try:
-                metadata = self.client.list_topics(topic, timeout=max(0.1, min(5.0, deadline.remaining())))
-            except KafkaException:
+            metadata = self._fresh_metadata(topic, deadline)
+            if metadata is None:
                 return  # the request itself will say what is wrong
             controller = metadata.brokers.get(metadata.controller_id)
-            timeout_s = min(1.0, max(0.1, deadline.remaining()))
-            if controller is None or not _refuses(str(controller.host), controller.port, timeout_s=timeout_s):
+            if controller is None or not _refuses(str(controller.host), controller.port, deadline):
                 return
             if not deadline.allows(attempt):
                 return
-            self._pause(attempt, f"the controller {controller.host}:{controller.port} refuses connections")
+            where = _address(str(controller.host), controller.port)
+            self._pause(attempt, f"the controller {where} refuses connections")
+
+    def _fresh_metadata(self, topic: str, deadline: Deadline) -> ClusterMetadata | None:
+        """A Metadata answer for ``topic`` (it also tells librdkafka the leaders and the controller
+        named now); None when none came within the deadline (at most 5 s)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return self.client.list_topics(topic, timeout=max(0.1, min(5.0, deadline.remaining())))
+        except KafkaException:
+            return None
 
     def check_access(self) -> None:
         """Raise KafkaAccessDenied while the cluster refuses our credentials (polls the client's
@@ -604,8 +617,6 @@ class KafkaAdmin:
         """The leaders of ``partitions`` (``host:port``) that refuse a TCP connection, from fresh
         metadata (one request per topic, while the deadline lasts); ``live`` gathers those that
         took one, so a leader is probed once per call unless it refused."""
-        from confluent_kafka import KafkaException
-
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -613,12 +624,9 @@ class KafkaAdmin:
         for topic, numbers in sorted(by_topic.items()):
             if deadline.expired():
                 break
-            try:
-                metadata = self.client.list_topics(topic, timeout=max(0.1, min(5.0, deadline.remaining())))
-            except KafkaException:
-                continue
-            found = metadata.topics.get(topic)
-            if found is None:
+            metadata = self._fresh_metadata(topic, deadline)
+            found = metadata.topics.get(topic) if metadata is not None else None
+            if metadata is None or found is None:
                 continue
             for number in numbers:
                 partition = found.partitions.get(number)
@@ -627,8 +635,8 @@ class KafkaAdmin:
                     leaders.add((str(broker.host), int(broker.port)))
         down: set[str] = set()
         for host, port in sorted(leaders - live):
-            if _refuses(host, port, timeout_s=min(1.0, max(0.1, deadline.remaining()))):
-                down.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")  # IPv6 in brackets
+            if _refuses(host, port, deadline):
+                down.add(_address(host, port))
             else:
                 live.add((host, port))
         return down
@@ -807,10 +815,11 @@ class KafkaAdmin:
         )
 
 
-def _refuses(host: str, port: int, *, timeout_s: float) -> bool:
+def _refuses(host: str, port: int, deadline: Deadline) -> bool:
     """Whether every address of ``host:port`` refuses a TCP connection (nothing listens: a dead
-    broker on a live machine). A timeout or an unreachable host is not a refusal: librdkafka waits
-    those out without a busy loop."""
+    broker on a live machine), tried for at most a second within ``deadline``. A timeout or an
+    unreachable host is not a refusal: librdkafka waits those out without a busy loop."""
+    timeout_s = min(1.0, max(0.1, deadline.remaining()))
     try:
         with socket.create_connection((host, port), timeout=timeout_s, all_errors=True):
             return False
@@ -818,6 +827,11 @@ def _refuses(host: str, port: int, *, timeout_s: float) -> bool:
         return all(isinstance(e, ConnectionRefusedError) for e in errors.exceptions)
     except OSError:  # the name did not resolve
         return False
+
+
+def _address(host: str, port: int) -> str:
+    """``host:port`` as an operator types it (an IPv6 address in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _spec_value(spec: TimeSpec) -> int:

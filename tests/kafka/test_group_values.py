@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import click
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -326,14 +325,8 @@ def test_group_commands_exit_2_on_a_bad_file_before_any_kafka_io_and_3_when_unre
 ) -> None:
     """Bad input is refused before any request (the broker address is a closed port); a good file
     then gets as far as Kafka, which does not answer: exit 3."""
+    from boundary import boundary  # the real error boundary
     from click.testing import CliRunner
-
-    from recovery.cli import cli, run
-
-    @click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-    @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-    def boundary(argv: tuple[str, ...]) -> None:
-        run(cli, list(argv))  # the real error boundary
 
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"orders,0,5\norders,0,5\n")

@@ -9,14 +9,14 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import click
 import pytest
+from boundary import boundary
 from click.testing import CliRunner, Result
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTP
 from confluent_kafka.admin import AdminClient
 
-from recovery.cli import cli, run
+from recovery.cli import cli
 from recovery.core.model import TopicPartition
 from recovery.errors import GroupActive, GroupNotOurs, InvalidInput, OffsetOutsideLog
 from recovery.kafka.config import KafkaConfig
@@ -33,15 +33,9 @@ from chk_builder import write_checkpoint  # tests/checkpoint: a checkpoint as Sp
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-def _boundary(argv: tuple[str, ...]) -> None:
-    run(cli, list(argv))  # the real error boundary: RecoveryError -> "Error: ..." and its exit code
-
-
 def invoke(*args: str) -> Result:
     """``stream-recovery ARGS`` as an operator runs it: stdout, stderr and the exit code."""
-    return CliRunner().invoke(_boundary, list(args))
+    return CliRunner().invoke(boundary, list(args))
 
 
 @pytest.fixture

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import click
 import pytest
+from boundary import boundary
 from click.testing import CliRunner
 from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
 from example_rig import RIG
 
-from recovery.cli import cli, run
 from recovery.local import topics
 from recovery.local.secured import SecuredKafkaBroker
 
@@ -265,12 +264,6 @@ CASES = [
 ]
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-def _boundary(argv: tuple[str, ...]) -> None:
-    run(cli, list(argv))  # a RecoveryError becomes "Error: <message>" on stderr and its exit code
-
-
 class Outcome(NamedTuple):
     exit_code: int
     output: str  # stdout and stderr
@@ -280,7 +273,7 @@ def invoke(argv: list[str], world: Run | None = None) -> Outcome:
     """The CLI in this process; as ``world``'s user, if given (else as the rig's super user).
     ``jobs/lag_export.py ...``: that job, as a process of its own."""
     if world is None:
-        result = CliRunner().invoke(_boundary, argv)
+        result = CliRunner().invoke(boundary, argv)
         return Outcome(result.exit_code, result.output)
     if argv[0].startswith("jobs/"):
         done = subprocess.run(
@@ -291,7 +284,7 @@ def invoke(argv: list[str], world: Run | None = None) -> Outcome:
         )
         return Outcome(done.returncode, done.stdout + done.stderr)
     kafka = [] if argv[0] == "fleet" else world.kafka()  # fleet reads its conf/ file
-    result = CliRunner().invoke(_boundary, argv + kafka, env={"ACL_TEST_PASSWORD": PASSWORD})
+    result = CliRunner().invoke(boundary, argv + kafka, env={"ACL_TEST_PASSWORD": PASSWORD})
     return Outcome(result.exit_code, result.output)
 
 

@@ -12,13 +12,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import click
 import pytest
+from boundary import boundary
 from click.testing import CliRunner, Result
 from example_rig import RIG
 
 from recovery.api import checkpoint_lag, validate_checkpoint
-from recovery.cli import cli, run
 from recovery.core.model import GateMode, Runway, TopicPartition, Verdict
 from recovery.core.runway import RecordStamp
 from recovery.gate import prestart_gate
@@ -39,15 +38,9 @@ def checkpoint(root: Path, topic: str, positions: list[int]) -> Path:
     return root
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-def _boundary(argv: tuple[str, ...]) -> None:
-    run(cli, list(argv))
-
-
 def invoke(*args: str) -> Result:
     """``stream-recovery ...`` behind its real error boundary."""
-    return CliRunner().invoke(_boundary, list(args))
+    return CliRunner().invoke(boundary, list(args))
 
 
 def now_ms() -> int:
