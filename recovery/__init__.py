@@ -61,6 +61,7 @@ _EXPORTS = {
     "RecoverResult": "recovery.checkpoint",
     "RecoveryError": "recovery.errors",
     "RepairResult": "recovery.core.results",
+    "Validation": "recovery.validate",
     "ValidationReport": "recovery.core.results",
     "RestoreResult": "recovery.checkpoint",
     "Runway": "recovery.core.model",
@@ -109,6 +110,7 @@ _EXPORTS = {
     "show_group": "recovery.kafka.groups",
     "starting_offsets": "recovery.api",
     "validate_checkpoint": "recovery.api",
+    "validate_checkpoints": "recovery.validate",
     "validate_fleet": "recovery.fleet",
 }
 

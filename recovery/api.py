@@ -7,6 +7,8 @@ their own exit code.
     repair_checkpoint(location, kafka, request, policy)  -> RepairResult      (dry run unless execute=True)
     starting_offsets(kafka, checkpoint=... | group=... | timestamp_ms=...) -> StartingOffsets
     checkpoint_lag(location, kafka)                      -> tuple[PartitionLag, ...]
+
+``validate_checkpoint`` lives in :mod:`recovery.validate`, beside its many-checkpoint form.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from recovery.core.model import (
     DEFAULT_ACTIVE_WITHIN_S,
     CheckpointFile,
     ClusterView,
-    Finding,
     Isolation,
     NoMatch,
     OnBeyondEnd,
@@ -36,39 +37,31 @@ from recovery.core.model import (
     TopicSelection,
 )
 from recovery.core.plan import (
-    assess,
     complete_starting_offsets,
     decide_repair,
     resolve_sink,
     resume_positions,
 )
-from recovery.core.real_time import real_time_findings, real_time_refusal, real_time_view
 from recovery.core.results import PartitionLag, RepairResult, StartingOffsets, ValidationReport
-from recovery.core.runway import apply_runway, wanted_positions
-from recovery.core.spark_lines import DEFAULT_LINE, spark_line
 from recovery.core.specs import check_timestamp_ms
 from recovery.core.strategy import StrategyRequest, resolve_strategy
-from recovery.delta.api import DELTA_AT_RISK, delta_source_issues
 from recovery.delta.log import app_transaction_version
 from recovery.delta.model import SinkWarning
 from recovery.delta.sink import sink_warning
 from recovery.errors import InvalidInput, OffsetSpecError
-from recovery.kafka.admin import admin_for
 from recovery.kafka.cluster import cluster_view, time_targets, topics_matching
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.groups import group_offsets, load_offsets_file
 from recovery.kafka.offsets import offsets_for_time
-from recovery.kafka.runway_facts import RunwayReader, StampCache
 from recovery.kafka.values import MissingPartition
 from recovery.resume import (
     checkpoint_topics,
     checkpoint_view,
     cluster_for,
-    has_delta_source,
     refuse_without_kafka_source,
     sink_facts,
-    spark_check_issues,
 )
+from recovery.validate import validate_checkpoint
 
 __all__ = [
     "PartitionLag",
@@ -84,134 +77,6 @@ __all__ = [
 
 
 # -- validate and repair --------------------------------------------------------------------------
-
-
-def validate_checkpoint(
-    location: str,
-    kafka: KafkaConfig,
-    *,
-    isolation: Isolation = Isolation.READ_UNCOMMITTED,
-    storage_options: StorageOptions | None = None,
-    sink: str | None = None,
-    runway: bool = True,
-    runway_warn_s: float | None = None,
-    delta_tables: Mapping[str, str] | None = None,
-    stamp_cache: StampCache | None = None,
-    spark_version: str | None = None,
-    spark_conf: Mapping[str, str] | None = None,
-    real_time: bool = False,
-) -> ValidationReport:
-    """Compare the position a checkpoint resumes from with what Kafka holds now. Never writes.
-    With ``sink`` (the query's Delta sink table), also say whether it would skip batches.
-
-    Delta sources of the same checkpoint are covered too
-    (:func:`recovery.delta.api.delta_source_issues`): judged against ``delta_tables`` (source id ->
-    table path), with their runway against ``runway_warn_s`` (:mod:`recovery.delta.runway`), and
-    reported as issues, or, when not named, an error issue saying they were not
-    checked (a checkpoint records a Delta table's id, not its path), so a mixed checkpoint is never
-    called healthy on its Kafka sources alone.
-
-    With ``runway`` (default), each partition Spark resumes cleanly gets its retention runway
-    (:mod:`recovery.core.runway`: one DescribeConfigs and a one-record fetch per partition); with
-    ``runway_warn_s`` too, one whose runway is shorter becomes AT_RISK (exit 1). ``stamp_cache``:
-    record stamps kept across validations of one cluster (:class:`~recovery.kafka.runway_facts.StampCache`).
-    ``spark_version`` (``3.5.7``, ``3.5``; default the primary line, 4.2): the Spark the query runs, whose
-    words the report gives for each failure, and whose own restart checks it predicts
-    (:mod:`recovery.core.spark_lines`); ``spark_conf``: the query's session settings, where known
-    (``spark.sql.streaming.checkUnfinishedRepartitionOnRestart=false`` turns Spark 4.2's check off).
-    ``real_time``: the query runs in Real-Time Mode (Spark 4.1+; nothing in a checkpoint says so),
-    whose restart is predicted as :mod:`recovery.core.real_time` says.
-
-    Example: ``validate_checkpoint("/chk", KafkaConfig("localhost:9092"), runway_warn_s=6 * 3600)``
-    """
-    line = parsed_spark_line(spark_version)
-    if real_time and (refused := real_time_refusal(line)):
-        raise InvalidInput(f"real_time: {refused} (the query's Spark)", parameter="real_time")
-    chk = open_checkpoint(location, storage_options)
-    view, issues = checkpoint_view(chk)
-    if real_time:
-        view = real_time_view(view)
-    issues = (*issues, *spark_check_issues(chk, line, spark_conf))
-    refuse_without_kafka_source(chk, view)
-    if runway_warn_s is not None and runway_warn_s <= 0:
-        raise InvalidInput(
-            f"runway_warn_s must be positive, not {runway_warn_s:g}s", parameter="runway_warn_s"
-        )
-    delta_at_risk: tuple[str, ...] = ()
-    if has_delta_source(chk):
-        judged = delta_source_issues(
-            chk, delta_tables, storage_options=storage_options, runway_warn_s=runway_warn_s
-        )
-        issues = (*issues, *judged)
-        delta_at_risk = tuple(i.message for i in judged if i.message.startswith(DELTA_AT_RISK))
-    view = sink_facts(view, sink, storage_options)
-    resumed = resolve_sink(view)
-    reader = None
-    if runway or runway_warn_s is not None:  # a threshold needs the runway
-        reader = RunwayReader(kafka, isolation, stamp_cache)
-    at_ms = None
-    try:
-        if reader is not None:
-            # The runway's record reads start at once, beside the describe and the ListOffsets (on 2
-            # cores, ~50 ms sooner than after the describe at 2,000 partitions). A position in a
-            # partition that does not exist is never wanted: the read stops once facts() says what
-            # is (ReadUntil). The shared admin client is made first, not by both threads at once.
-            admin_for(kafka)
-            reader.start(
-                (tp, position) for source in resumed.sources for tp, position in source.start.items()
-            )
-        cluster = cluster_for(kafka, resumed, isolation)
-        warning = _sink_warning(chk, sink, (), storage_options)
-        findings = assess(view, cluster)
-        if real_time:
-            findings = real_time_findings(findings)
-        if reader is not None:
-            findings, at_ms = _with_runway(reader, findings, runway_warn_s, cluster.topic_ids)
-    finally:
-        if reader is not None:
-            reader.close()
-    return ValidationReport(
-        chk.location,
-        view.query_id,
-        view.batch_id,
-        view.rerun,
-        isolation,
-        findings,
-        issues,
-        cluster.topic_ids,
-        warning.message if warning else None,
-        runway_at_ms=at_ms,
-        runway_warn_s=runway_warn_s,
-        delta_at_risk=delta_at_risk,
-        spark_line=line,
-        real_time=real_time,
-    )
-
-
-def parsed_spark_line(spark_version: str | None) -> str:
-    """The Spark line of ``spark_version`` (None: the default line), or InvalidInput naming it."""
-    if spark_version is None:
-        return DEFAULT_LINE
-    try:
-        return spark_line(spark_version)
-    except ValueError as exc:
-        raise InvalidInput(f"spark_version: {exc}", parameter="spark_version") from None
-
-
-def _with_runway(
-    reader: RunwayReader,
-    findings: tuple[Finding, ...],
-    warn_s: float | None,
-    topic_ids: Mapping[str, str] | None = None,
-) -> tuple[tuple[Finding, ...], int]:
-    """``findings`` with their retention runway, judged at the time the facts were read."""
-    facts = reader.facts(wanted_positions(findings), topic_ids)
-    now_ms = int(time.time() * 1000)
-    warn_ms = None if warn_s is None else int(warn_s * 1000)
-    judged = apply_runway(
-        findings, facts.retention, facts.stamps, sizes=facts.sizes, now_ms=now_ms, warn_ms=warn_ms
-    )
-    return judged, now_ms
 
 
 def plan_repair(

@@ -22,13 +22,12 @@ from __future__ import annotations
 import functools
 import logging
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from recovery.api import validate_checkpoint
 from recovery.conf import ClusterConf, FleetConf, JobConf, load_conf
 from recovery.core.model import Finding, Verdict
 from recovery.core.results import ValidationReport
@@ -44,6 +43,7 @@ from recovery.errors import (
 )
 from recovery.kafka.admin import admin_for
 from recovery.kafka.runway_facts import StampCache
+from recovery.validate import CheckpointCache, Validation, validate_checkpoint, validate_checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ __all__ = [
     "JobResult",
     "JobVerdict",
     "check_job",
+    "check_jobs",
     "choose_jobs",
     "in_shard",
     "probe_cluster",
@@ -296,23 +297,67 @@ def check_job(
 ) -> JobResult:
     """One job checked (its cluster assumed to answer): its report, or why there is none.
     ``runway_warn_s``: the AT_RISK threshold when the job's conf sets none; ``stamp_cache``: the
-    cluster's record stamps kept across checks (``fleet serve``)."""
-    if job.runway_warn_s is not None:
-        runway_warn_s = job.runway_warn_s
+    cluster's record stamps kept across checks."""
+    request = _validation(job, runway_warn_s)
     try:
         report = validate_checkpoint(
-            job.checkpoint,
+            request.location,
             cluster.kafka,
-            isolation=job.isolation,
-            storage_options=dict(job.storage_options),
-            sink=job.sink,
-            runway_warn_s=runway_warn_s,
-            delta_tables=dict(job.delta_tables) or None,
+            isolation=request.isolation,
+            storage_options=request.storage_options,
+            sink=request.sink,
+            runway_warn_s=request.runway_warn_s,
+            delta_tables=request.delta_tables,
             stamp_cache=stamp_cache,
-            spark_version=job.spark_line,
-            real_time=job.real_time,
+            spark_version=request.spark_version,
+            real_time=request.real_time,
         )
     except RecoveryError as exc:
-        log.info("job %s: %s", job.name, exc)
-        return JobResult(job, failure=JobFailure.of(exc))
+        return _failed(job, exc)
     return JobResult(job, report=report)
+
+
+def check_jobs(
+    jobs: Sequence[JobConf],
+    cluster: ClusterConf,
+    runway_warn_s: float | None = None,
+    stamp_cache: StampCache | None = None,
+    parallel: int = DEFAULT_PARALLEL,
+    checkpoint_cache: CheckpointCache | None = None,
+) -> list[JobResult]:
+    """:func:`check_job` of each of ``jobs``, all of ``cluster``, judged against one read of it
+    (:func:`recovery.validate.validate_checkpoints`: ``fleet serve`` checks a thousand jobs with one
+    Metadata request and one ListOffsets per broker); their checkpoints are read ``parallel`` at a
+    time (``checkpoint_cache``: those read before, not read again while unchanged). A failure of
+    the cluster is every job's; a bad checkpoint is its job's alone."""
+    requests = [_validation(job, runway_warn_s) for job in jobs]
+    answers = validate_checkpoints(
+        cluster.kafka,
+        requests,
+        stamp_cache=stamp_cache,
+        checkpoint_cache=checkpoint_cache,
+        parallel=parallel,
+    )
+    return [
+        JobResult(job, report=answer) if isinstance(answer, ValidationReport) else _failed(job, answer)
+        for job, answer in zip(jobs, answers, strict=True)
+    ]
+
+
+def _validation(job: JobConf, runway_warn_s: float | None) -> Validation:
+    """What validating ``job``'s checkpoint takes (its own ``runway_warn`` before ``runway_warn_s``)."""
+    return Validation(
+        job.checkpoint,
+        isolation=job.isolation,
+        storage_options=dict(job.storage_options),
+        sink=job.sink,
+        runway_warn_s=job.runway_warn_s if job.runway_warn_s is not None else runway_warn_s,
+        delta_tables=dict(job.delta_tables) or None,
+        spark_version=job.spark_line,
+        real_time=job.real_time,
+    )
+
+
+def _failed(job: JobConf, exc: RecoveryError) -> JobResult:
+    log.info("job %s: %s", job.name, exc)
+    return JobResult(job, failure=JobFailure.of(exc))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from recovery.api import ValidationReport, parsed_spark_line, plan_repair, validate_checkpoint
+from recovery.api import ValidationReport, plan_repair, validate_checkpoint
 from recovery.apply import apply
 from recovery.checkpoint import checkpoint_lock, open_checkpoint
 from recovery.checkpoint.options import StorageOptions
@@ -33,6 +33,7 @@ from recovery.core.wording import describe_move, findings_text
 from recovery.errors import GateFailed, InvalidInput
 from recovery.kafka.config import KafkaConfig
 from recovery.topic_ids import record_topic_ids
+from recovery.validate import parsed_spark_line
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from recovery.checkpoint import Checkpoint, Issue, NextRun, OffsetLogEntry, SourceKind
@@ -139,22 +139,64 @@ def cluster_for(
     clock-skew allowance). All of it in one round (:func:`recovery.kafka.cluster.cluster_with_times`):
     one Metadata request, then the ListOffsets requests of every lookup sent together; beyond
     :data:`TIMES_WITH_RANGES_MAX` partitions the time lookups follow the others."""
+    return clusters_for(kafka, [view], isolation)[0]
+
+
+def clusters_for(
+    kafka: KafkaConfig,
+    views: Sequence[CheckpointView],
+    isolation: Isolation = Isolation.READ_UNCOMMITTED,
+) -> list[ClusterView]:
+    """:func:`cluster_for` of each of ``views``, read in one round for all of them (``fleet serve``
+    checks the jobs of a cluster together: one Metadata request and one ListOffsets per broker for
+    a thousand checkpoints instead of a thousand of each). Each view gets only its own topics."""
     times: dict[int, set[TopicPartition]] = {}
-    for source in view.sources:
-        at_ms = _evidence_time(source)
-        if at_ms is not None:
-            # asked for every such partition: which of them matter (log start below the position)
-            # is known only from the same answers, and an extra partition costs little here
-            unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
-            times.setdefault(at_ms, set()).update(unrecorded)
+    for view in views:
+        for source in view.sources:
+            at_ms = _evidence_time(source)
+            if at_ms is not None:
+                # asked for every such partition: which of them matter (log start below the position)
+                # is known only from the same answers, and an extra partition costs little here
+                unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
+                times.setdefault(at_ms, set()).update(unrecorded)
     together = sum(map(len, times.values())) <= TIMES_WITH_RANGES_MAX
-    topics = checkpoint_topics(view)
-    cluster, found = cluster_with_times(kafka, topics, isolation, times if together else {})
+    topics = [checkpoint_topics(view) for view in views]
+    asked: set[str] = set().union(*topics)
+    whole, found = cluster_with_times(kafka, asked, isolation, times if together else {})
     if not together:
-        found = first_offsets_at_times(kafka, _evidence_lookups(view, cluster))
-    cluster = replace(cluster, isolation=isolation)
+        lookups: dict[int, set[TopicPartition]] = {}
+        for view in views:
+            for at_ms, tps in _evidence_lookups(view, whole).items():
+                lookups.setdefault(at_ms, set()).update(tps)
+        found = first_offsets_at_times(kafka, lookups)
+    whole = replace(whole, isolation=isolation)
+    judged = [_evidence(view, whole, found) for view in views]
+    clusters = [cluster for cluster, _ in judged]
+    told: set[str] = set().union(*(topics for _, topics in judged))
+    if told:
+        # Only where a timestamp tells of recreation, whose clock it is (one DescribeConfigs request):
+        # the broker's (LogAppendTime) or the producer's (CreateTime), which the finding then names.
+        types = admin_for(kafka).timestamp_types(told)
+        clusters = [
+            replace(c, timestamp_types={t: types[t] for t in sorted(topics) if t in types}) if topics else c
+            for c, topics in judged
+        ]
+    if len(views) == 1:
+        return clusters
+    by_topic: dict[str, list[TopicPartition]] = {}
+    for tp in whole.partitions:
+        by_topic.setdefault(tp.topic, []).append(tp)
+    return [_only(cluster, names, by_topic) for cluster, names in zip(clusters, topics, strict=True)]
+
+
+def _evidence(
+    view: CheckpointView, cluster: ClusterView, found: Mapping[int, Mapping[TopicPartition, int | None]]
+) -> tuple[ClusterView, set[str]]:
+    """``cluster`` with ``view``'s recreation evidence (``newer_than_read``) from the time lookups
+    ``found``, and the topics whose timestamps tell of recreation (whose clock it is is asked
+    afterwards, for every view at once)."""
     # Where no record is that new: the high watermark (not below the log end): no evidence.
-    ends = cluster.high_watermarks or {tp: r.end for tp, r in cluster.partitions.items()}
+    ends = cluster.high_watermarks
     newer: dict[tuple[str, TopicPartition], int] = {}
     told: set[str] = set()
     for source in view.sources:
@@ -167,15 +209,25 @@ def cluster_for(
             if tp.topic in view.recorded_topic_ids or available is None or available.start >= position:
                 continue
             offset = at.get(tp)
-            newer[(source.source_id, tp)] = ends[tp] if offset is None else offset
+            end = ends[tp] if ends else available.end
+            newer[(source.source_id, tp)] = end if offset is None else offset
             if offset is not None and offset < min(position, available.end):
                 told.add(tp.topic)  # a record below the position newer than the batch: evidence
-    cluster = replace(cluster, newer_than_read=newer)
-    # Only where a timestamp tells of recreation, whose clock it is (one DescribeConfigs request):
-    # the broker's (LogAppendTime) or the producer's (CreateTime), which the finding then names.
-    if told:
-        cluster = replace(cluster, timestamp_types=admin_for(kafka).timestamp_types(told))
-    return cluster
+    return replace(cluster, newer_than_read=newer), told
+
+
+def _only(
+    cluster: ClusterView, topics: set[str], by_topic: Mapping[str, list[TopicPartition]]
+) -> ClusterView:
+    """``cluster`` restricted to ``topics`` (a view judged beside others sees only its own)."""
+    tps = [tp for topic in topics for tp in by_topic.get(topic, ())]
+    return replace(
+        cluster,
+        partitions={tp: cluster.partitions[tp] for tp in tps},
+        topic_ids={t: i for t in topics if (i := cluster.topic_ids.get(t)) is not None},
+        unavailable=frozenset(tp for tp in cluster.unavailable if tp.topic in topics),
+        high_watermarks={tp: h for tp in tps if (h := cluster.high_watermarks.get(tp)) is not None},
+    )
 
 
 def _evidence_time(source: SourcePosition) -> int | None:

@@ -7,13 +7,18 @@
 
 Each job is checked on its own schedule: its interval (the job's ``interval`` key, else its
 cluster's, else ``interval_s``) after its previous check ended (so a slow job never makes the
-others wait for a round to end), at most ``parallel`` at a time. A cluster is probed (one
+others wait for a round to end). The jobs of a cluster that are due are checked together
+(:func:`recovery.fleet.check_jobs`: one Metadata request, one ListOffsets per broker and one
+DescribeConfigs for all of them), in batches of about :data:`BATCH_PARTITIONS` partitions, at most
+``parallel`` batches at a time; a job's check duration is its batch's. A cluster is probed (one
 metadata request) as often as its most often checked job, by one worker; while it does not answer,
 its jobs are reported ``UNREACHABLE`` from that probe without asking it again, so a dead cluster
-takes one worker per interval, not one per job. Kafka clients are the process's shared ones
+takes one worker per interval, not one per job, and never delays another cluster's batches. Kafka
+clients are the process's shared ones
 (:func:`recovery.kafka.admin.admin_for`), kept across checks, and so are the record stamps the
 runway read (:class:`~recovery.kafka.runway_facts.StampCache`, one per cluster): a stopped query's
-records are fetched once, not every interval.
+records are fetched once, not every interval; and a local checkpoint is read again only once it
+changed (:class:`~recovery.validate.CheckpointCache`).
 
 ``shard=(i, n)`` keeps the jobs of shard ``i`` of ``n`` (:func:`recovery.fleet.in_shard`): n
 replicas of the service, each given its own ``i``, watch one conf together, each job once.
@@ -39,15 +44,21 @@ from recovery.conf import ClusterConf, FleetConf, JobConf, load_conf
 from recovery.core.hold import HoldAction, ReleaseAction
 from recovery.core.runway import shortest
 from recovery.errors import InvalidInput, RecoveryError
-from recovery.fleet import DEFAULT_PARALLEL, JobFailure, JobResult, check_job, in_shard, probe_cluster
+from recovery.fleet import DEFAULT_PARALLEL, JobFailure, JobResult, check_jobs, in_shard, probe_cluster
 from recovery.hold import hold_retention, read_holds, release_retention
 from recovery.kafka.runway_facts import StampCache
+from recovery.validate import CheckpointCache
 
 log = logging.getLogger(__name__)
 
 __all__ = ["FleetWatch", "JobCheck"]
 
 _TICK_S = 0.1  # how often the scheduler looks for jobs that are due
+# A cluster's due jobs are checked together (one Metadata request and one ListOffsets per broker for
+# all of them), in batches of about this many partitions: fewer requests, bounded memory, and a
+# large fleet's batches run side by side (their waits on Kafka overlap).
+BATCH_PARTITIONS = 20_000
+_UNKNOWN_PARTITIONS = 100  # what a job not checked yet is counted as
 
 
 @dataclass(frozen=True)
@@ -74,7 +85,8 @@ class _State:
     checks: dict[str, JobCheck] = field(default_factory=dict)
     due: dict[str, float] = field(default_factory=dict)  # job -> monotonic time of its next check
     ended: dict[str, float] = field(default_factory=dict)  # job -> monotonic end of its last check
-    running: set[str] = field(default_factory=set)
+    running: set[str] = field(default_factory=set)  # jobs being checked
+    batches: int = 0  # checks running (each a batch of jobs of one cluster)
     probes: dict[str, _Probe] = field(default_factory=dict)
     errors: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, kind) -> count
     holds: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, action) -> count
@@ -113,6 +125,7 @@ class FleetWatch:
         # a bad conf at start raises
         self.conf = self._sharded(conf if conf is not None else load_conf(source))
         self._stamps: dict[str, StampCache] = {}  # cluster -> the record stamps its checks read
+        self._checkpoints = CheckpointCache(size=100_000)  # read again only once changed
         self.reloads = {"success": 0, "failure": 0}
         self.last_reload_error: str | None = None
         self._lock = threading.Lock()
@@ -194,13 +207,17 @@ class FleetWatch:
 
     def _due(self, now: float) -> list[Callable[[], None]]:
         """The work to start now: probes of clusters whose last answer is older than an interval,
-        and checks of due jobs whose cluster answered (or failed) within the last interval."""
+        and checks of due jobs whose cluster answered (or failed) within the last interval: the
+        due jobs of a cluster together, in batches of about :data:`BATCH_PARTITIONS` partitions."""
         tasks: list[Callable[[], None]] = []
         with self._lock:
             conf, state = self.conf, self._state
-            busy = len(state.running) + sum(p.running for p in state.probes.values())
+            if not state.due or min(state.due.values()) > now:  # ten times a second: cheap when idle
+                return tasks
+            busy = state.batches + sum(p.running for p in state.probes.values())
+            ready: dict[str, list[JobConf]] = {}  # cluster -> its due jobs, most overdue first
             for name, at in sorted(state.due.items(), key=lambda item: item[1]):
-                if at > now or name in state.running or busy >= self.parallel:
+                if at > now or name in state.running:
                     continue
                 job = conf.jobs[name]
                 cluster = conf.clusters[job.cluster]
@@ -210,15 +227,40 @@ class FleetWatch:
                 # as often as its most frequently checked job: a job checked every 10 s on a cluster
                 # back up is not reported UNREACHABLE from a probe of minutes ago
                 if now - probe.at >= self.interval_of(job):
-                    probe.running = True
-                    busy += 1
-                    tasks.append(functools.partial(self._probe, cluster))
+                    if busy < self.parallel:
+                        probe.running = True
+                        busy += 1
+                        tasks.append(functools.partial(self._probe, cluster))
                     continue
-                state.running.add(name)
-                busy += 1
-                stamps = self._stamps.setdefault(cluster.name, StampCache())
-                tasks.append(functools.partial(self._check, job, cluster, probe.failure, stamps))
+                ready.setdefault(cluster.name, []).append(job)
+            for cluster_name, jobs in ready.items():
+                cluster = conf.clusters[cluster_name]
+                stamps = self._stamps.setdefault(cluster_name, StampCache())
+                failure = state.probes[cluster_name].failure
+                for batch in self._batches(jobs):
+                    if busy >= self.parallel:
+                        break
+                    busy += 1
+                    state.running.update(job.name for job in batch)
+                    state.batches += 1
+                    tasks.append(functools.partial(self._check, batch, cluster, failure, stamps))
         return tasks
+
+    def _batches(self, jobs: list[JobConf]) -> list[list[JobConf]]:
+        """``jobs`` in batches of about :data:`BATCH_PARTITIONS` partitions (each job counted as
+        many as its last check found, a job not checked yet as :data:`_UNKNOWN_PARTITIONS`)."""
+        batches: list[list[JobConf]] = [[]]
+        size = 0
+        for job in jobs:
+            before = self._state.checks.get(job.name)
+            report = before.result.report if before is not None else None
+            count = len(report.findings) if report is not None else _UNKNOWN_PARTITIONS
+            if batches[-1] and size + count > BATCH_PARTITIONS:
+                batches.append([])
+                size = 0
+            batches[-1].append(job)
+            size += count
+        return batches
 
     def _hold(self, job: JobConf, cluster: ClusterConf, result: JobResult) -> str | None:
         """For a job that opted in (``hold``): hold its topics' retention when its runway is shorter
@@ -278,19 +320,27 @@ class FleetWatch:
             probe.failure, probe.at, probe.running = failure, time.monotonic(), False
 
     def _check(
-        self, job: JobConf, cluster: ClusterConf, failure: JobFailure | None, stamps: StampCache
+        self, jobs: list[JobConf], cluster: ClusterConf, failure: JobFailure | None, stamps: StampCache
     ) -> None:
         started = time.monotonic()
         try:
-            result = (
-                JobResult(job, failure=failure)
+            results = (
+                [JobResult(job, failure=failure) for job in jobs]
                 if failure is not None
-                else check_job(job, cluster, self.runway_warn_s, stamps)
+                else check_jobs(jobs, cluster, self.runway_warn_s, stamps, self.parallel, self._checkpoints)
             )
-        except Exception as exc:  # a bug in one check must not stop the service; said, and counted
-            log.exception("job %s: the check failed", job.name)
-            result = JobResult(job, failure=JobFailure.of(RecoveryError(f"internal error: {exc!r}")))
-        hold = self._hold(job, cluster, result) if self.holds and job.hold_s is not None else None
+        except Exception as exc:  # a bug in a check must not stop the service; said, and counted
+            log.exception("jobs %s: the check failed", ", ".join(job.name for job in jobs))
+            failed = JobFailure.of(RecoveryError(f"internal error: {exc!r}"))
+            results = [JobResult(job, failure=failed) for job in jobs]
+        duration = time.monotonic() - started
+        with self._lock:
+            self._state.batches -= 1
+        for job, result in zip(jobs, results, strict=True):
+            hold = self._hold(job, cluster, result) if self.holds and job.hold_s is not None else None
+            self._record(job, result, duration, hold)
+
+    def _record(self, job: JobConf, result: JobResult, duration: float, hold: str | None) -> None:
         ended = time.monotonic()
         with self._lock:
             state = self._state
@@ -305,7 +355,7 @@ class FleetWatch:
             before = state.checks.get(job.name)
             now_ms = int(time.time() * 1000)
             success = now_ms if result.report is not None else (before.last_success_ms if before else None)
-            check = state.checks[job.name] = JobCheck(result, now_ms, ended - started, success, hold)
+            check = state.checks[job.name] = JobCheck(result, now_ms, duration, success, hold)
             if result.failure is not None:
                 key = (job.name, result.failure.verdict.value.lower())
                 state.errors[key] = state.errors.get(key, 0) + 1

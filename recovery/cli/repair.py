@@ -16,7 +16,6 @@ import click
 
 from recovery.api import (
     export_positions,
-    parsed_spark_line,
     repair_checkpoint,
     starting_offsets,
     validate_checkpoint,
@@ -45,6 +44,7 @@ from recovery.core.results import RepairResult
 from recovery.core.strategy import StrategyRequest
 from recovery.errors import InvalidInput
 from recovery.kafka.config import KafkaConfig
+from recovery.validate import parsed_spark_line
 
 judged_isolation = isolation_option(
     "The query's kafka.isolation.level: read_committed judges against the last stable offset."

@@ -19,7 +19,7 @@ from fleet_helpers import example_rig, invoke, write
 from recovery.conf import load_conf
 from recovery.core.model import COULD_NOT_READ
 from recovery.errors import ExitCode
-from recovery.fleet import validate_fleet
+from recovery.fleet import check_job, check_jobs, validate_fleet
 from recovery.local import topics
 from recovery.local.broker import free_port
 
@@ -259,6 +259,31 @@ def test_an_unreachable_cluster_is_asked_once(
     assert sum(r.message.startswith("cluster dr:") for r in caplog.records) == 1
     assert {j.name for j in report.jobs if j.verdict == "UNREACHABLE"} == {"dr-0", "dr-1", "s3-dead"}
     assert SECRET not in caplog.text
+
+
+def test_jobs_checked_together_get_what_each_gets_alone(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fleet serve checks a cluster's due jobs together (one read of the cluster for all of them):
+    # each job's report must be the one its own validation gives, a bad checkpoint its job's alone.
+    for key, value in fleet.env.items():
+        monkeypatch.setenv(key, value)
+    conf = load_conf(fleet.directory)
+    cluster = conf.clusters["local"]
+    jobs = [job for job in conf.jobs.values() if job.cluster == "local"]
+    assert len(jobs) == 36
+    together = check_jobs(jobs, cluster, parallel=4)
+    alone = [check_job(job, cluster) for job in jobs]
+    for one, other in zip(together, alone, strict=True):
+        verdict, lost, _, code = fleet.expected[one.name]
+        assert (one.verdict, one.records_lost, one.exit_code) == (verdict, lost, code)
+        if one.report is None or other.report is None:
+            assert one.failure == other.failure and one.report is other.report is None
+            continue
+        a, b = one.report, other.report
+        assert (a.findings, a.issues, a.topic_ids) == (b.findings, b.issues, b.topic_ids), one.name
+        assert set(a.topic_ids) == {tp.topic for tp in (f.tp for f in a.findings)}  # its own topics only
+    assert sum(one.report is not None and one.report.runway_at_ms is not None for one in together) == 33
 
 
 def test_the_examples_on_the_rig(bootstrap: str, s3_endpoint: str) -> None:

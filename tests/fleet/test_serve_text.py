@@ -6,10 +6,20 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from recovery.cli.serve import _PartitionText
-from recovery.core.model import COULD_NOT_READ, Finding, Isolation, OffsetRange, TopicPartition, Verdict
+from recovery.cli.serve import _PARTITION_FAMILIES, _Families, _partition_samples, _PartitionText
+from recovery.core.model import (
+    COULD_NOT_READ,
+    Finding,
+    Isolation,
+    OffsetRange,
+    Runway,
+    TopicPartition,
+    Verdict,
+)
 from recovery.core.results import ValidationReport
 from recovery.fleet import JobResult
 from recovery.watch import FleetWatch, JobCheck
@@ -67,3 +77,76 @@ def _keys(body: str) -> set[tuple[str, str, str, str]]:
         for family in text_string_to_metric_families(body)
         for s in family.samples
     }
+
+
+def _reference(name: str, report: ValidationReport) -> list[bytes]:
+    """The per-partition families as prometheus_client itself writes them (each family's samples,
+    its HELP and TYPE lines cut): what the service's own writer must match byte for byte."""
+    from prometheus_client import generate_latest
+    from prometheus_client.core import GaugeMetricFamily
+
+    families = [GaugeMetricFamily(n, h, labels=list(labels)) for n, h, labels in _PARTITION_FAMILIES]
+    verdict, lost, error, runway, age, lag = families
+    at_ms = report.runway_at_ms
+    assert at_ms is not None
+    for f in report.findings:
+        labels = [name, f.tp.topic, str(f.tp.partition)]
+        verdict.add_metric([*labels, f.verdict.value], 1.0)
+        if f.records_lost:
+            lost.add_metric(labels, float(f.records_lost))
+        if f.spark_error:
+            error.add_metric([*labels, f.spark_error], 1.0)
+        if f.runway is not None:
+            if (left := f.runway.left_ms(at_ms)) is not None:
+                runway.add_metric(labels, left / 1000)
+            if (old := f.runway.age_ms(at_ms)) is not None:
+                age.add_metric(labels, old / 1000)
+        if f.position is not None and f.available is not None:
+            lag.add_metric(labels, float(max(0, f.available.end - f.position)))
+    out = []
+    for family in families:
+        text = generate_latest(_Families([family]))
+        lines = text.split(b"\n")[:-1]  # not splitlines(): a label value may hold a \r
+        out.append(b"".join(line + b"\n" for line in lines if not line.startswith(b"#")))
+    return out
+
+
+@given(
+    name=st.text(min_size=1, max_size=12),
+    topic=st.text(min_size=1, max_size=12),
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 10**6),  # partition
+            st.sampled_from(list(Verdict)),
+            st.integers(0, 10**15),  # records lost
+            st.one_of(st.none(), st.text(max_size=8)),  # spark error
+            st.one_of(st.none(), st.integers(-(10**13), 10**13)),  # earliest delete, ms
+            st.one_of(st.none(), st.integers(0, 10**13)),  # oldest unread, ms
+            st.integers(0, 10**12),  # position
+            st.integers(0, 10**12),  # log end
+        ),
+        max_size=6,
+    ),
+)
+def test_the_series_text_is_prometheus_clients_byte_for_byte(
+    name: str, topic: str, rows: list[tuple[int, Verdict, int, str | None, int | None, int | None, int, int]]
+) -> None:
+    # Names with quotes, backslashes and newlines; values large, negative and fractional.
+    findings = tuple(
+        Finding(
+            "0",
+            TopicPartition(topic, p),
+            verdict,
+            position,
+            None,
+            OffsetRange(0, end),
+            lost,
+            error or None,
+            runway=Runway(delete, oldest, "retention.ms=1"),
+        )
+        for p, verdict, lost, error, delete, oldest, position, end in rows
+    )
+    report = ValidationReport(
+        "/chk", "q", 3, False, Isolation.READ_UNCOMMITTED, findings, runway_at_ms=1_700_000_000_123
+    )
+    assert _partition_samples(name, report) == _reference(name, report)
