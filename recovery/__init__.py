@@ -109,7 +109,7 @@ _EXPORTS = {
     "set_group_offsets": "recovery.kafka.groups",
     "show_group": "recovery.kafka.groups",
     "starting_offsets": "recovery.api",
-    "validate_checkpoint": "recovery.api",
+    "validate_checkpoint": "recovery.validate",
     "validate_checkpoints": "recovery.validate",
     "validate_fleet": "recovery.fleet",
 }

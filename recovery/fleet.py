@@ -1,5 +1,5 @@
 """``fleet validate``: every job of a :class:`~recovery.conf.FleetConf` checked at once, as
-:func:`recovery.api.validate_checkpoint` checks one.
+:func:`recovery.validate.validate_checkpoint` checks one.
 
     report = validate_fleet(load_conf("conf/"), parallel=8)
     report.exit_code                      # the most urgent of the jobs' (see FleetReport.exit_code)
@@ -10,7 +10,7 @@ Steps:
 1. each cluster some job reads is asked for its topic list once (a cheap metadata request), so an
    unreachable cluster costs one timeout, not one per job; its jobs are reported ``UNREACHABLE``
    with that one-line reason and are not checked further;
-2. every other job runs :func:`~recovery.api.validate_checkpoint` in a bounded thread pool (the work
+2. every other job runs :func:`~recovery.validate.validate_checkpoint` in a bounded thread pool (the work
    is waiting on Kafka and storage);
 3. a job that fails is reported with a verdict saying why (``UNREACHABLE``, ``BAD_CHECKPOINT``,
    ``BAD_SINK``, ``BAD_CONFIG``, ``FAILED``) and the error's one-line message; the other jobs are

@@ -178,8 +178,8 @@ def clusters_for(
         # the broker's (LogAppendTime) or the producer's (CreateTime), which the finding then names.
         types = admin_for(kafka).timestamp_types(told)
         clusters = [
-            replace(c, timestamp_types={t: types[t] for t in sorted(topics) if t in types}) if topics else c
-            for c, topics in judged
+            replace(c, timestamp_types={t: types[t] for t in sorted(names) if t in types}) if names else c
+            for c, names in judged
         ]
     if len(views) == 1:
         return clusters

@@ -15,6 +15,7 @@ Metadata request, one ListOffsets per broker and one DescribeConfigs, not a thou
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -33,7 +34,7 @@ from recovery.core.runway import apply_runway, wanted_positions
 from recovery.core.spark_lines import DEFAULT_LINE, spark_line
 from recovery.delta.api import DELTA_AT_RISK, delta_source_issues
 from recovery.delta.sink import sink_warning
-from recovery.errors import InvalidInput, RecoveryError
+from recovery.errors import InvalidInput, KafkaAccessDenied, RecoveryError
 from recovery.kafka.admin import admin_for
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.runway_facts import RunwayFacts, RunwayReader, StampCache
@@ -45,6 +46,8 @@ from recovery.resume import (
     sink_facts,
     spark_check_issues,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "CheckpointCache",
@@ -81,10 +84,12 @@ class CheckpointCache:
     or directory its reading saw (:func:`recovery.checkpoint.store.record_local_reads`) changed,
     was added or went. A checkpoint on an object store, or with a Delta sink or Delta sources (whose
     tables change on their own), is always read. At most ``size`` are kept, the least recently used
-    dropped first. Thread-safe."""
+    dropped first. A checkpoint with a file or directory changed less than ``recent_s`` before it
+    was read is not kept (see :meth:`prepared`). Thread-safe."""
 
-    def __init__(self, size: int = 10_000) -> None:
+    def __init__(self, size: int = 10_000, recent_s: float = 2.0) -> None:
         self.size = size
+        self.recent_ns = int(recent_s * 1e9)
         self._lock = threading.Lock()
         self._kept: OrderedDict[str, tuple[Validation, dict[str, Signature], _Ready]] = OrderedDict()
 
@@ -96,13 +101,26 @@ class CheckpointCache:
             before, seen, ready = kept
             if before == request and all(local_signature(p) == sig for p, sig in seen.items()):
                 with self._lock:
-                    self._kept.move_to_end(request.location)
+                    if request.location in self._kept:
+                        self._kept.move_to_end(request.location)
                 return ready
+        started_ns = time.time_ns()
         with record_local_reads() as seen:
             ready = _prepare(request)
-        keep = ready.chk.store.is_local and request.sink is None and not has_delta_source(ready.chk)
+        recent = started_ns - self.recent_ns
+        keep = (
+            bool(seen)
+            and ready.chk.store.is_local
+            and request.sink is None
+            and not has_delta_source(ready.chk)
+            # a writing command's record: whether its process still runs is asked, not read
+            and ready.chk.interrupted() is None
+            # a change within the file system's clock tick keeps the same times: a file or directory
+            # changed that recently is not trusted to show the next change (as git does)
+            and all(sig is None or max(sig[3], sig[4]) < recent for sig in seen.values())
+        )
         with self._lock:
-            if keep and seen:
+            if keep:
                 self._kept[request.location] = (request, seen, ready)
                 self._kept.move_to_end(request.location)
                 while len(self._kept) > self.size:
@@ -198,7 +216,8 @@ def validate_checkpoints(
     checkpoint is read on its own (``parallel`` at a time: storage waits), then the cluster once for
     all of them (per isolation level), and the runway's facts once. Each answer is the report, or
     the error that validation raised (a bad checkpoint is its own; an unreachable cluster is every
-    one's). Errors that are not :class:`~recovery.errors.RecoveryError` are bugs and propagate.
+    one's; a checkpoint whose topics the credentials may not describe is its own). A bug in reading
+    one checkpoint is its error (``internal error: ...``, logged with its traceback).
     ``stamp_cache``, ``checkpoint_cache``: the record stamps and the checkpoints read before, kept
     across calls (:class:`~recovery.kafka.runway_facts.StampCache`, :class:`CheckpointCache`)."""
     if parallel < 1:
@@ -217,7 +236,10 @@ def validate_checkpoints(
         reports: list[ValidationReport | RecoveryError]
         try:
             reports = [*_validated(kafka, list(chosen.values()), isolation, stamp_cache)]
-        except RecoveryError as exc:
+        except KafkaAccessDenied as exc:
+            # maybe one topic's ACL: then only the checkpoints reading it fail (each on its own)
+            reports = [exc] if len(chosen) == 1 else [_alone(kafka, r, stamp_cache) for r in chosen.values()]
+        except RecoveryError as exc:  # the cluster's: every checkpoint's
             reports = [exc] * len(chosen)
         for i, report in zip(chosen, reports, strict=True):
             answers[i] = report
@@ -292,6 +314,9 @@ def _prepared_or_error(
         return prepare(request)
     except RecoveryError as exc:
         return exc
+    except Exception as exc:  # a bug reading one checkpoint fails its validation, not the others'
+        log.exception("%s: reading the checkpoint failed", request.location)
+        return RecoveryError(f"internal error: {exc!r}")
 
 
 def _validated(
@@ -316,6 +341,15 @@ def _validated(
             )
         reports.append(_report(r, cluster, findings, at_ms))
     return reports
+
+
+def _alone(
+    kafka: KafkaConfig, ready: _Ready, stamp_cache: StampCache | None
+) -> ValidationReport | RecoveryError:
+    try:
+        return _validated(kafka, [ready], ready.request.isolation, stamp_cache)[0]
+    except RecoveryError as exc:
+        return exc
 
 
 def _findings(ready: _Ready, cluster: ClusterView) -> tuple[Finding, ...]:

@@ -212,7 +212,8 @@ class FleetWatch:
         tasks: list[Callable[[], None]] = []
         with self._lock:
             conf, state = self.conf, self._state
-            if not state.due or min(state.due.values()) > now:  # ten times a second: cheap when idle
+            # ten times a second: cheap when no job waits (one being checked is not waiting)
+            if min((at for n, at in state.due.items() if n not in state.running), default=now + 1) > now:
                 return tasks
             busy = state.batches + sum(p.running for p in state.probes.values())
             ready: dict[str, list[JobConf]] = {}  # cluster -> its due jobs, most overdue first
@@ -334,13 +335,22 @@ class FleetWatch:
             failed = JobFailure.of(RecoveryError(f"internal error: {exc!r}"))
             results = [JobResult(job, failure=failed) for job in jobs]
         duration = time.monotonic() - started
-        with self._lock:
-            self._state.batches -= 1
-        for job, result in zip(jobs, results, strict=True):
-            hold = self._hold(job, cluster, result) if self.holds and job.hold_s is not None else None
-            self._record(job, result, duration, hold)
+        try:
+            for job, result in zip(jobs, results, strict=True):
+                hold = None
+                try:
+                    if self.holds and job.hold_s is not None:
+                        hold = self._hold(job, cluster, result)
+                except Exception:  # a bug in a hold must not stop the service, nor the job's checks
+                    log.exception("job %s: the retention hold failed", job.name)
+                finally:
+                    self._record(job, result, duration, hold)
+        finally:
+            with self._lock:
+                self._state.batches -= 1
 
     def _record(self, job: JobConf, result: JobResult, duration: float, hold: str | None) -> None:
+        """Keep ``job``'s check; it is due again an interval from now."""
         ended = time.monotonic()
         with self._lock:
             state = self._state

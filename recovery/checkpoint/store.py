@@ -103,11 +103,12 @@ def record_local_reads() -> Iterator[dict[str, Signature]]:
     :func:`local_signature` then: while each still has it, a reader of the same paths would read
     the same (``fleet serve`` does not read again a checkpoint that did not change)."""
     seen: dict[str, Signature] = {}
+    before = getattr(_seen, "paths", None)
     _seen.paths = seen
     try:
         yield seen
     finally:
-        _seen.paths = None
+        _seen.paths = before
 
 
 # errno values that mean "this input/path cannot be used", not "the store is unreachable".
@@ -274,36 +275,43 @@ class Store:
 
     # -- local confinement -----------------------------------------------------------------------
 
-    def _real_dir(self, rel: str) -> str:
-        """The real path of directory ``rel``, resolved once per store: a validation reads a dozen
-        files in three directories, and resolving each file's whole path (a system call per
-        component) took a third of reading a checkpoint (``fleet serve`` reads a thousand a minute)."""
+    def _real_dir(self, rel: str, *, fresh: bool = False) -> str:
+        """The real path of directory ``rel``. For reads it is resolved once per store (while it
+        exists): a validation reads a dozen files in three directories, and resolving each file's
+        whole path (a system call per component) took a third of reading a checkpoint (``fleet
+        serve`` reads a thousand a minute). ``fresh``: resolved now (before any write)."""
+        path = self.full(rel) if rel else self.root
+        if fresh:
+            return os.path.realpath(path, strict=False)
         known: dict[str, str] = self.__dict__.setdefault("_real_dirs", {})
         real = known.get(rel)
         if real is None:
-            real = known[rel] = os.path.realpath(self.full(rel) if rel else self.root, strict=False)
+            real = os.path.realpath(path, strict=False)
+            if os.path.isdir(real):  # one made later is resolved again then
+                known[rel] = real
         return real
 
-    def _confined(self, rel: str) -> str:
+    def _confined(self, rel: str, *, fresh: bool = False) -> str:
         """The local path of ``rel``; a symlink loop or a symlink leading out of the checkpoint
-        directory is bad input (Spark would follow it; a repair must not write through it)."""
+        directory is bad input (Spark would follow it; a repair must not write through it).
+        ``fresh``: every directory resolved now, none as read before (writes)."""
         path = self.full(rel)
         if not rel:
             return path
         parent, _, name = rel.rpartition("/")
         try:
-            if name in (".", "..") or stat.S_ISLNK(os.lstat(path).st_mode):
+            if fresh or name in (".", "..") or stat.S_ISLNK(os.lstat(path).st_mode):
                 real = os.path.realpath(path, strict=False)
             else:  # a file that is not a symlink is where its directory really is
                 real = os.path.join(self._real_dir(parent), name)
         except FileNotFoundError:  # resolved as far as it exists (realpath(strict=False) would too)
-            real = os.path.join(self._real_dir(parent), name)
+            real = os.path.join(self._real_dir(parent, fresh=fresh), name)
         except OSError:  # a loop, a file as a directory, ...: resolved the long way, then judged below
             try:
                 real = os.path.realpath(path, strict=False)
             except OSError as exc:  # pragma: no cover - realpath(strict=False) raises only on loops in 3.13+
                 raise CheckpointFormatError(f"{self.display(rel)}: {exc.strerror or exc}") from None
-        root = self._real_dir("")
+        root = self._real_dir("", fresh=fresh)
         if real != root and not real.startswith(root.rstrip("/") + "/"):
             raise CheckpointFormatError(
                 f"{self.display(rel)}: is a symlink (or under one) leading out of the checkpoint, to {real}"
@@ -330,6 +338,8 @@ class Store:
             if exc.errno in (errno.EACCES, errno.EPERM):
                 raise CheckpointFormatError(f"{self.display(rel)}: cannot be read ({exc.strerror})") from None
             if exc.errno == errno.ENOTDIR:
+                if seen is not None:
+                    seen.setdefault(path, None)
                 return None
             raise StorageError(f"{self.display(rel)}: {exc.strerror or exc}") from exc
 
@@ -482,7 +492,7 @@ class Store:
         in the way) is bad input (exit 2), not an unreachable store (3): the path as given is
         unusable, retrying does not help, and nothing was written yet. The message names the
         directory that could not be made and why."""
-        path = self._confined(rel)
+        path = self._confined(rel, fresh=True)
         parent = path.rpartition("/")[0]
         try:
             os.makedirs(parent, exist_ok=True)
@@ -491,7 +501,7 @@ class Store:
             text = f"{made}: cannot create the directory ({exc.strerror or exc}) to write {self.display(rel)}"
             error = InvalidInput if exc.errno in _BAD_INPUT_ERRNOS else StorageError
             raise error(redact(text, self.secrets)) from exc
-        self._confined(rel)  # the directories just made may not lead out either
+        self._confined(rel, fresh=True)  # the directories just made may not lead out either
         return path
 
     def write_atomic(self, rel: str, data: bytes) -> None:
@@ -564,7 +574,7 @@ class Store:
 
     def remove(self, rel: str) -> None:
         fault_point(f"remove {self.display(rel)}")
-        path = self._confined(rel) if self.is_local else self.full(rel)
+        path = self._confined(rel, fresh=True) if self.is_local else self.full(rel)
         with self._errors(rel):
             if self.is_local:
                 with suppress(FileNotFoundError):
@@ -580,7 +590,7 @@ class Store:
         directories do not exist apart from their objects)."""
         if not self.is_local:
             return
-        top = self._confined(rel)
+        top = self._confined(rel, fresh=True)
         for parent, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
             with suppress(OSError):
                 os.rmdir(parent)

@@ -68,7 +68,8 @@ _PARALLEL_OPTION = click.option(
     default=8,
     show_default=True,
     metavar="N",
-    help="Check at most N jobs at a time.",
+    help="Check at most N jobs at a time (fleet serve: at most N batches of a cluster's due jobs at "
+    "once, each reading at most N checkpoints at a time).",
 )
 
 
@@ -258,8 +259,10 @@ def serve_cmd(
     /v1/jobs/NAME, and /healthz.
 
     Each job is checked --interval (or its conf's `interval`, or its cluster's) after its last
-    check ended, at most --parallel at a time; a cluster that does not answer is probed once an
-    interval and its jobs reported UNREACHABLE meanwhile, so it never delays the others. With
+    check ended. The due jobs of a cluster are checked together: one read of the cluster for all
+    of them (in batches of about 20,000 partitions, at most --parallel batches at once); a local
+    checkpoint is read again only once it changed. A cluster that does not answer is probed once
+    an interval and its jobs reported UNREACHABLE meanwhile, so it never delays the others. With
     --shard I/N, only the jobs of shard I are watched (N replicas split one conf, each job once).
     Never writes (read-only Kafka and storage credentials suffice), unless --apply-holds: then,
     for each job with a `hold` key, its topics' retention is held when its runway is shorter

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,11 @@ def test_a_checkpoint_is_read_again_only_once_it_changed(tmp_path: Path) -> None
     root = tmp_path / "chk"
     files = rig.checkpoint_files("orders", [[5, 5], [9, 9]])
     rig.write_local(root, files)
-    cache = CheckpointCache()
+    # kept once its files are older than recent_s (a change within the clock's tick shows no new time)
+    cache = CheckpointCache(recent_s=0.1)
     request = Validation(str(root))
+    assert cache.prepared(request) is not cache.prepared(request)  # too new to be kept
+    time.sleep(0.2)
     first = cache.prepared(request)
     assert first.view.batch_id == 2 and cache.prepared(request) is first  # nothing changed: kept
 
@@ -28,6 +32,7 @@ def test_a_checkpoint_is_read_again_only_once_it_changed(tmp_path: Path) -> None
     for rel in ("offsets/2", "commits/2"):
         (root / f"{rel}.tmp").write_bytes(more[rel])
         os.replace(root / f"{rel}.tmp", root / rel)
+    time.sleep(0.2)
     second = cache.prepared(request)
     assert second is not first and second.view.batch_id == 3
     assert cache.prepared(request) is second
@@ -35,6 +40,7 @@ def test_a_checkpoint_is_read_again_only_once_it_changed(tmp_path: Path) -> None
     # a file rewritten in place, same size: its times change
     text = (root / "offsets/2").read_bytes()
     (root / "offsets/2").write_bytes(text.replace(b'"0":12', b'"0":13'))
+    time.sleep(0.2)
     third = cache.prepared(request)
     assert third is not second
     assert {tp.partition: o for s in third.view.sources for tp, o in s.start.items()} == {0: 13, 1: 12}
