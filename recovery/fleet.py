@@ -262,10 +262,10 @@ def in_shard(name: str, shard: tuple[int, int] | None) -> bool:
 
 
 def probe_cluster(cluster: ClusterConf) -> JobFailure | None:
-    """Whether the cluster answers at all (one metadata request, bounded by its timeout): None, or
-    the failure its jobs are reported with."""
+    """Whether the cluster answers at all (one metadata request for its brokers only, bounded by
+    its timeout): None, or the failure its jobs are reported with."""
     try:
-        admin_for(cluster.kafka).topic_names()
+        admin_for(cluster.kafka).ping()
     except RecoveryError as exc:
         log.info("cluster %s: %s", cluster.name, exc)
         return JobFailure.of(exc, f"cluster {cluster.name}: ")

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from recovery.checkpoint import Checkpoint, Issue, open_checkpoint
+from recovery.checkpoint import Issue, open_checkpoint
 from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.store import Signature, local_signature, record_local_reads
 from recovery.core.model import CheckpointView, ClusterView, Finding, Isolation, TopicPartition
@@ -110,11 +110,11 @@ class CheckpointCache:
         recent = started_ns - self.recent_ns
         keep = (
             bool(seen)
-            and ready.chk.store.is_local
+            and ready.local
             and request.sink is None
-            and not has_delta_source(ready.chk)
+            and not ready.delta_source
             # a writing command's record: whether its process still runs is asked, not read
-            and ready.chk.interrupted() is None
+            and not ready.interrupted
             # a change within the file system's clock tick keeps the same times: a file or directory
             # changed that recently is not trusted to show the next change (as git does)
             and all(sig is None or max(sig[3], sig[4]) < recent for sig in seen.values())
@@ -263,7 +263,10 @@ class _Ready:
     """A checkpoint read, ready to be judged against the cluster."""
 
     request: Validation
-    chk: Checkpoint
+    location: str  # as the checkpoint names itself
+    local: bool  # on a local file system
+    delta_source: bool  # reads a Delta table
+    interrupted: bool  # holds a writing command's record (running or interrupted)
     view: CheckpointView  # where each source resumes, as the checkpoint says (and its sink)
     resumed: CheckpointView  # the same, once a re-run batch the sink holds is skipped
     issues: tuple[Issue, ...]
@@ -297,7 +300,10 @@ def _prepare(request: Validation) -> _Ready:
     warning = sink_warning(chk, request.sink, (), request.storage_options) if request.sink else None
     return _Ready(
         request,
-        chk,
+        chk.location,
+        chk.store.is_local,
+        has_delta_source(chk),
+        chk.interrupted() is not None,
         view,
         resolve_sink(view),
         issues,
@@ -374,7 +380,7 @@ def _report(
 ) -> ValidationReport:
     view, request = ready.view, ready.request
     return ValidationReport(
-        ready.chk.location,
+        ready.location,
         view.query_id,
         view.batch_id,
         view.rerun,

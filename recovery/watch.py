@@ -10,11 +10,11 @@ cluster's, else ``interval_s``) after its previous check ended (so a slow job ne
 others wait for a round to end). The jobs of a cluster that are due are checked together
 (:func:`recovery.fleet.check_jobs`: one Metadata request, one ListOffsets per broker and one
 DescribeConfigs for all of them), in batches of about :data:`BATCH_PARTITIONS` partitions, at most
-``parallel`` batches at a time; a job's check duration is its batch's. A cluster is probed (one
-metadata request) as often as its most often checked job, by one worker; while it does not answer,
-its jobs are reported ``UNREACHABLE`` from that probe without asking it again, so a dead cluster
-takes one worker per interval, not one per job, and never delays another cluster's batches. Kafka
-clients are the process's shared ones
+``parallel`` batches and :data:`IN_FLIGHT_PARTITIONS` partitions at a time; a job's check duration
+is its batch's. A cluster is probed (one metadata request for its brokers) as often as its most
+often checked job, by one worker; while it does not answer, its jobs are reported ``UNREACHABLE``
+from that probe without asking it again, so a dead cluster takes one worker per interval, not one
+per job, and never delays another cluster's batches. Kafka clients are the process's shared ones
 (:func:`recovery.kafka.admin.admin_for`), kept across checks, and so are the record stamps the
 runway read (:class:`~recovery.kafka.runway_facts.StampCache`, one per cluster): a stopped query's
 records are fetched once, not every interval; and a local checkpoint is read again only once it
@@ -55,9 +55,11 @@ __all__ = ["FleetWatch", "JobCheck"]
 
 _TICK_S = 0.1  # how often the scheduler looks for jobs that are due
 # A cluster's due jobs are checked together (one Metadata request and one ListOffsets per broker for
-# all of them), in batches of about this many partitions: fewer requests, bounded memory, and a
-# large fleet's batches run side by side (their waits on Kafka overlap).
-BATCH_PARTITIONS = 20_000
+# all of them), in batches of about this many partitions, and at most IN_FLIGHT_PARTITIONS of them
+# checked at once: a partition being checked costs ~3 KB (the answers, the findings), so 100,000 at
+# once took the service from 480 MB to 820 MB; a few batches side by side still overlap their waits.
+BATCH_PARTITIONS = 5_000
+IN_FLIGHT_PARTITIONS = 20_000
 _UNKNOWN_PARTITIONS = 100  # what a job not checked yet is counted as
 
 
@@ -87,6 +89,7 @@ class _State:
     ended: dict[str, float] = field(default_factory=dict)  # job -> monotonic end of its last check
     running: set[str] = field(default_factory=set)  # jobs being checked
     batches: int = 0  # checks running (each a batch of jobs of one cluster)
+    in_flight: int = 0  # the partitions of the batches running (as counted by _batches)
     probes: dict[str, _Probe] = field(default_factory=dict)
     errors: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, kind) -> count
     holds: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, action) -> count
@@ -238,29 +241,36 @@ class FleetWatch:
                 cluster = conf.clusters[cluster_name]
                 stamps = self._stamps.setdefault(cluster_name, StampCache())
                 failure = state.probes[cluster_name].failure
-                for batch in self._batches(jobs):
-                    if busy >= self.parallel:
+                for batch, size in self._batches(jobs):
+                    if busy >= self.parallel or (
+                        state.in_flight and state.in_flight + size > IN_FLIGHT_PARTITIONS
+                    ):
                         break
                     busy += 1
                     state.running.update(job.name for job in batch)
                     state.batches += 1
-                    tasks.append(functools.partial(self._check, batch, cluster, failure, stamps))
+                    state.in_flight += size
+                    tasks.append(functools.partial(self._check, batch, size, cluster, failure, stamps))
         return tasks
 
-    def _batches(self, jobs: list[JobConf]) -> list[list[JobConf]]:
-        """``jobs`` in batches of about :data:`BATCH_PARTITIONS` partitions (each job counted as
-        many as its last check found, a job not checked yet as :data:`_UNKNOWN_PARTITIONS`)."""
-        batches: list[list[JobConf]] = [[]]
+    def _batches(self, jobs: list[JobConf]) -> list[tuple[list[JobConf], int]]:
+        """``jobs`` in batches of about :data:`BATCH_PARTITIONS` partitions, each with its size
+        (each job counted as many as its last check found, one not checked yet as
+        :data:`_UNKNOWN_PARTITIONS`)."""
+        batches: list[tuple[list[JobConf], int]] = []
+        batch: list[JobConf] = []
         size = 0
         for job in jobs:
             before = self._state.checks.get(job.name)
             report = before.result.report if before is not None else None
             count = len(report.findings) if report is not None else _UNKNOWN_PARTITIONS
-            if batches[-1] and size + count > BATCH_PARTITIONS:
-                batches.append([])
-                size = 0
-            batches[-1].append(job)
+            if batch and size + count > BATCH_PARTITIONS:
+                batches.append((batch, size))
+                batch, size = [], 0
+            batch.append(job)
             size += count
+        if batch:
+            batches.append((batch, size))
         return batches
 
     def _hold(self, job: JobConf, cluster: ClusterConf, result: JobResult) -> str | None:
@@ -321,7 +331,12 @@ class FleetWatch:
             probe.failure, probe.at, probe.running = failure, time.monotonic(), False
 
     def _check(
-        self, jobs: list[JobConf], cluster: ClusterConf, failure: JobFailure | None, stamps: StampCache
+        self,
+        jobs: list[JobConf],
+        size: int,
+        cluster: ClusterConf,
+        failure: JobFailure | None,
+        stamps: StampCache,
     ) -> None:
         started = time.monotonic()
         try:
@@ -348,6 +363,7 @@ class FleetWatch:
         finally:
             with self._lock:
                 self._state.batches -= 1
+                self._state.in_flight -= size
 
     def _record(self, job: JobConf, result: JobResult, duration: float, hold: str | None) -> None:
         """Keep ``job``'s check; it is due again an interval from now."""

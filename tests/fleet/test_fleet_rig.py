@@ -161,7 +161,7 @@ def test_every_job_gets_its_own_verdict(fleet: Fleet) -> None:
     }
     assert got == fleet.expected
     assert rows["dr-0"]["detail"].startswith(
-        "cluster dr: listing topics: no answer from the Kafka cluster at"
+        "cluster dr: describing the cluster: no answer from the Kafka cluster at"
     )
     assert re.match(  # the failing request's path may follow the checkpoint's
         r"s3://nowhere/chk(/\S*)?: EndpointConnectionError: Could not connect", rows["s3-dead"]["detail"]
@@ -206,7 +206,7 @@ def test_the_table(fleet: Fleet) -> None:
     bad = fleet.directory.parent / "chk/bad/metadata"
     assert notes[0] == f"% bad-checkpoint: {bad}: the file is not JSON (column 1: Expecting value)"
     assert notes[1].startswith(
-        "% dr-1: cluster dr: listing topics: no answer from the Kafka cluster at 127.0.0.1:"
+        "% dr-1: cluster dr: describing the cluster: no answer from the Kafka cluster at 127.0.0.1:"
     )
     assert notes[2].startswith("% l02: fleet-loss-") and notes[2].endswith("(and 1 more partition)")
     assert (

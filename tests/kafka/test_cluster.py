@@ -18,6 +18,7 @@ from recovery.kafka.cluster import (
     cluster_view,
     cluster_with_times,
     first_offsets_at,
+    first_offsets_at_times,
     time_targets,
     topics_matching,
 )
@@ -113,6 +114,9 @@ def test_cluster_with_times_answers_time_lookups_in_the_same_round(
 
     assert view == cluster_view(kafka, [topic])
     assert found == {t0 + 2: {tp0: 2, tp1: None}, t0 + 9: {tp0: None}}
+    # asked on their own (each partition with its own time; tp0 twice: in two lookups), the same
+    alone = first_offsets_at_times(kafka, asked)
+    assert alone == {t0 + 2: {tp0: 2, tp1: None}, t0 + 9: {tp0: None}, t0: {}}
 
 
 def test_timestamp_types_name_whose_clock_stamps_the_records(
