@@ -7,11 +7,11 @@
 
 Steps:
 
-1. each cluster some job reads is asked for its topic list once (a cheap metadata request), so an
-   unreachable cluster costs one timeout, not one per job; its jobs are reported ``UNREACHABLE``
-   with that one-line reason and are not checked further;
-2. every other job runs :func:`~recovery.validate.validate_checkpoint` in a bounded thread pool (the work
-   is waiting on Kafka and storage);
+1. each cluster some job reads is asked once whether it answers (a Metadata request for its
+   brokers only), so an unreachable cluster costs one timeout, not one per job; its jobs are
+   reported ``UNREACHABLE`` with that one-line reason and are not checked further;
+2. every other job runs :func:`~recovery.validate.validate_checkpoint` in a bounded thread pool
+   (the work is waiting on Kafka and storage);
 3. a job that fails is reported with a verdict saying why (``UNREACHABLE``, ``BAD_CHECKPOINT``,
    ``BAD_SINK``, ``BAD_CONFIG``, ``FAILED``) and the error's one-line message; the other jobs are
    unaffected. Exceptions that are not :class:`~recovery.errors.RecoveryError` are bugs and propagate.

@@ -90,6 +90,7 @@ class _State:
     running: set[str] = field(default_factory=set)  # jobs being checked
     batches: int = 0  # checks running (each a batch of jobs of one cluster)
     in_flight: int = 0  # the partitions of the batches running (as counted by _batches)
+    sizes: dict[str, int] = field(default_factory=dict)  # job -> partitions in its last report
     probes: dict[str, _Probe] = field(default_factory=dict)
     errors: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, kind) -> count
     holds: dict[tuple[str, str], int] = field(default_factory=dict)  # (job, action) -> count
@@ -187,6 +188,7 @@ class FleetWatch:
             state.ended = {n: t for n, t in state.ended.items() if n in conf.jobs}
             state.checks = {n: c for n, c in state.checks.items() if n in conf.jobs}
             state.errors = {k: v for k, v in state.errors.items() if k[0] in conf.jobs}
+            state.sizes = {n: c for n, c in state.sizes.items() if n in conf.jobs}
             state.probes = {n: p for n, p in state.probes.items() if n in conf.clusters}
             # a cluster whose settings changed may be another cluster: its stamps are not kept
             self._stamps = {
@@ -242,10 +244,10 @@ class FleetWatch:
                 stamps = self._stamps.setdefault(cluster_name, StampCache())
                 failure = state.probes[cluster_name].failure
                 for batch, size in self._batches(jobs):
-                    if busy >= self.parallel or (
-                        state.in_flight and state.in_flight + size > IN_FLIGHT_PARTITIONS
-                    ):
+                    if busy >= self.parallel:
                         break
+                    if state.in_flight and state.in_flight + size > IN_FLIGHT_PARTITIONS:
+                        return tasks  # the most overdue batch goes next, before any other cluster's
                     busy += 1
                     state.running.update(job.name for job in batch)
                     state.batches += 1
@@ -255,15 +257,13 @@ class FleetWatch:
 
     def _batches(self, jobs: list[JobConf]) -> list[tuple[list[JobConf], int]]:
         """``jobs`` in batches of about :data:`BATCH_PARTITIONS` partitions, each with its size
-        (each job counted as many as its last check found, one not checked yet as
+        (each job counted as many as its last report found, one never reported as
         :data:`_UNKNOWN_PARTITIONS`)."""
         batches: list[tuple[list[JobConf], int]] = []
         batch: list[JobConf] = []
         size = 0
         for job in jobs:
-            before = self._state.checks.get(job.name)
-            report = before.result.report if before is not None else None
-            count = len(report.findings) if report is not None else _UNKNOWN_PARTITIONS
+            count = self._state.sizes.get(job.name, _UNKNOWN_PARTITIONS)
             if batch and size + count > BATCH_PARTITIONS:
                 batches.append((batch, size))
                 batch, size = [], 0
@@ -340,17 +340,19 @@ class FleetWatch:
     ) -> None:
         started = time.monotonic()
         try:
-            results = (
-                [JobResult(job, failure=failure) for job in jobs]
-                if failure is not None
-                else check_jobs(jobs, cluster, self.runway_warn_s, stamps, self.parallel, self._checkpoints)
-            )
-        except Exception as exc:  # a bug in a check must not stop the service; said, and counted
-            log.exception("jobs %s: the check failed", ", ".join(job.name for job in jobs))
-            failed = JobFailure.of(RecoveryError(f"internal error: {exc!r}"))
-            results = [JobResult(job, failure=failed) for job in jobs]
-        duration = time.monotonic() - started
-        try:
+            try:
+                results = (
+                    [JobResult(job, failure=failure) for job in jobs]
+                    if failure is not None
+                    else check_jobs(
+                        jobs, cluster, self.runway_warn_s, stamps, self.parallel, self._checkpoints
+                    )
+                )
+            except Exception as exc:  # a bug in a check must not stop the service; said, and counted
+                log.exception("jobs %s: the check failed", ", ".join(job.name for job in jobs))
+                failed = JobFailure.of(RecoveryError(f"internal error: {exc!r}"))
+                results = [JobResult(job, failure=failed) for job in jobs]
+            duration = time.monotonic() - started
             for job, result in zip(jobs, results, strict=True):
                 hold = None
                 try:
@@ -382,6 +384,8 @@ class FleetWatch:
             now_ms = int(time.time() * 1000)
             success = now_ms if result.report is not None else (before.last_success_ms if before else None)
             check = state.checks[job.name] = JobCheck(result, now_ms, duration, success, hold)
+            if result.report is not None:
+                state.sizes[job.name] = len(result.report.findings)
             if result.failure is not None:
                 key = (job.name, result.failure.verdict.value.lower())
                 state.errors[key] = state.errors.get(key, 0) + 1

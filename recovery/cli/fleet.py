@@ -260,8 +260,9 @@ def serve_cmd(
 
     Each job is checked --interval (or its conf's `interval`, or its cluster's) after its last
     check ended. The due jobs of a cluster are checked together: one read of the cluster for all
-    of them (in batches of about 20,000 partitions, at most --parallel batches at once); a local
-    checkpoint is read again only once it changed. A cluster that does not answer is probed once
+    of them (in batches of about 5,000 partitions, at most --parallel batches and 20,000
+    partitions at once); a local checkpoint is read again only once it changed. A cluster that
+    does not answer is probed once
     an interval and its jobs reported UNREACHABLE meanwhile, so it never delays the others. With
     --shard I/N, only the jobs of shard I are watched (N replicas split one conf, each job once).
     Never writes (read-only Kafka and storage credentials suffice), unless --apply-holds: then,

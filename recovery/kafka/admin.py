@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from recovery.core.model import Isolation, NoMatch, TopicPartition, TopicSelection
-from recovery.core.specs import TimeKind, TimeSpec
+from recovery.core.specs import TimeKind, TimeSpec, check_timestamp_ms
 from recovery.errors import ConfigError, KafkaError, KafkaUnavailable
 from recovery.kafka import answers as ans
 from recovery.kafka._errors import (
@@ -936,16 +936,18 @@ def packed_times(times: Mapping[int, Iterable[TopicPartition]]) -> list[dict[Top
     """KIP-79 lookups ``{T: partitions}`` packed into as few ListOffsets lookups as can carry them:
     each partition asked for its own timestamp, once per lookup (a thousand checkpoints, each with
     its batch's time, made a thousand requests per broker; packed, one, unless two of them read the
-    same partition)."""
+    same partition). Each T is checked as any timestamp asked for (a negative one would be read as
+    latest, earliest or max-timestamp)."""
     packed: list[dict[TopicPartition, int]] = []
+    uses: dict[TopicPartition, int] = {}  # how many lookups hold the partition already
     for ts, tps in sorted(times.items()):
+        check_timestamp_ms(ts)
         for tp in tps:
-            for lookup in packed:
-                if tp not in lookup:
-                    lookup[tp] = ts
-                    break
-            else:
-                packed.append({tp: ts})
+            n = uses.get(tp, 0)
+            if n == len(packed):
+                packed.append({})
+            packed[n][tp] = ts
+            uses[tp] = n + 1
     return packed
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from recovery.errors import InvalidInput
 from recovery.fleet import in_shard
-from recovery.watch import FleetWatch
+from recovery.watch import FleetWatch, _Probe
 
 DEAD = '[cluster.dead]\nbootstrap_servers = "127.0.0.1:1"\ntimeout = "1s"\n'
 
@@ -94,3 +94,31 @@ def test_shards_split_the_jobs_each_to_exactly_one_replica_and_stay_put(tmp_path
     assert all(set(w.conf.jobs) - {"new-job"} == shard for w, shard in zip(watches, shards, strict=True))
     with pytest.raises(InvalidInput, match=r"^shard must be I of N with 0 <= I < N, not 3 of 3"):
         FleetWatch(conf, shard=(3, 3))
+
+
+def test_due_jobs_go_in_batches_and_the_most_overdue_batch_waits_for_room(tmp_path: Path) -> None:
+    # Batches of about BATCH_PARTITIONS, at most IN_FLIGHT_PARTITIONS checked at once; a batch that
+    # does not fit goes next, before any smaller batch of another cluster takes its room.
+    conf = tmp_path / "conf.toml"
+    other = DEAD.replace("cluster.dead", "cluster.other")
+    jobs = job("big", tmp_path) + "".join(
+        job(f"s{i}", tmp_path).replace('"dead"', '"other"') for i in range(60)
+    )
+    conf.write_text(DEAD + other + jobs)
+    watch = FleetWatch(conf, interval_s=60, parallel=8)
+    state, now = watch._state, time.monotonic()
+    for name in watch.conf.clusters:  # both answered just now: their jobs are checked, not probed
+        state.probes[name] = _Probe(at=now)
+    state.sizes = {"big": 30_000} | {f"s{i}": 200 for i in range(60)}  # 60 x 200: 3 batches of 25
+    state.due = {name: 0.0 for name in watch.conf.jobs} | {"big": -1.0}  # big: the most overdue
+
+    state.in_flight = 1_000  # another check running: big does not fit, and nothing overtakes it
+    assert watch._due(now) == []
+    state.in_flight = 0  # nothing running: big goes alone, even beyond the limit
+    tasks = watch._due(now)
+    assert [[j.name for j in task.args[0]] for task in tasks] == [["big"]]
+    assert state.in_flight == 30_000 and state.running == {"big"}
+    state.in_flight, state.running = 0, set()
+    del state.due["big"]
+    sizes = [task.args[1] for task in watch._due(now)]
+    assert sizes == [5_000, 5_000, 2_000]  # every small job, in three batches under the limit
