@@ -172,7 +172,7 @@ def clusters_for(
     whole = replace(whole, isolation=isolation)
     judged = [_evidence(view, whole, found) for view in views]
     clusters = [cluster for cluster, _ in judged]
-    told: set[str] = set().union(*(topics for _, topics in judged))
+    told: set[str] = set().union(*(names for _, names in judged))
     if told:
         # Only where a timestamp tells of recreation, whose clock it is (one DescribeConfigs request):
         # the broker's (LogAppendTime) or the producer's (CreateTime), which the finding then names.
