@@ -205,22 +205,13 @@ class KafkaAdmin:
         brokers only (librdkafka's DescribeCluster), no topic listed, so it costs the same on a
         cluster of 100 partitions or of 100,000 (listing every topic took ~0.5 s of CPU there);
         raises as :meth:`listed_topics` does."""
-        from confluent_kafka import KafkaException
+        what = "describing the cluster"
 
-        deadline = deadline or Deadline(self.config.timeout_s)
-        for attempt in itertools.count():
-            try:
-                # In growing slices, as listed_topics: refused credentials are said at once.
-                window = min(deadline.remaining(), 2.0 * 2**attempt)
-                future = self.client.describe_cluster(request_timeout=max(0.5, window))
-                wait_for(future, deadline, "describing the cluster", self.config, self.check_access)
-                return
-            except KafkaException as exc:
-                self.check_access()
-                if not is_transient(exc) or not deadline.allows(attempt):
-                    raise translate(exc, "describing the cluster", self.config) from exc
-                self._pause(attempt, "describing the cluster", exc)
-        raise AssertionError("unreachable")
+        def ask(window: float, deadline: Deadline) -> None:
+            future = self.client.describe_cluster(request_timeout=window)
+            wait_for(future, deadline, what, self.config, self.check_access)
+
+        self._in_slices(what, ask, deadline)
 
     def topic_names(self, deadline: Deadline | None = None) -> dict[str, bool]:
         """Every topic of the cluster, with whether it is internal."""
@@ -228,24 +219,31 @@ class KafkaAdmin:
 
     def listed_topics(self, deadline: Deadline | None = None) -> dict[str, ListedTopic]:
         """Every topic of the cluster with its partition count (one Metadata request; no topic ids)."""
+
+        def ask(window: float, _deadline: Deadline) -> dict[str, ListedTopic]:
+            metadata = self.client.list_topics(timeout=window)
+            return {
+                name: ListedTopic(name, len(topic.partitions), name.startswith("__"))
+                for name, topic in metadata.topics.items()
+            }
+
+        return self._in_slices("listing topics", ask, deadline)
+
+    def _in_slices(self, what: str, ask: Callable[[float, Deadline], _T], deadline: Deadline | None) -> _T:
+        """``ask(window, deadline)`` in growing slices (2 s, 4 s, ...) until the config's timeout:
+        between them the client's error events are looked at, so refused credentials are said at
+        once, not after the whole timeout; transient errors are asked again."""
         from confluent_kafka import KafkaException
 
         deadline = deadline or Deadline(self.config.timeout_s)
         for attempt in itertools.count():
             try:
-                # In growing slices (2 s, 4 s, ...): between them the client's error events are
-                # looked at, so refused credentials are said at once, not after the whole timeout.
-                window = min(deadline.remaining(), 2.0 * 2**attempt)
-                metadata = self.client.list_topics(timeout=max(0.5, window))
-                return {
-                    name: ListedTopic(name, len(topic.partitions), name.startswith("__"))
-                    for name, topic in metadata.topics.items()
-                }
+                return ask(max(0.5, min(deadline.remaining(), 2.0 * 2**attempt)), deadline)
             except KafkaException as exc:
                 self.check_access()
                 if not is_transient(exc) or not deadline.allows(attempt):
-                    raise translate(exc, "listing topics", self.config) from exc
-                self._pause(attempt, "listing topics", exc)
+                    raise translate(exc, what, self.config) from exc
+                self._pause(attempt, what, exc)
         raise AssertionError("unreachable")
 
     def describe(
@@ -918,6 +916,7 @@ def _gather(
 
 
 _Row = TypeVar("_Row")
+_T = TypeVar("_T")
 
 
 def _with_missing(
