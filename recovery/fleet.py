@@ -42,6 +42,7 @@ from recovery.errors import (
     RecoveryError,
 )
 from recovery.kafka.admin import admin_for
+from recovery.kafka.cluster import ClusterMemory
 from recovery.kafka.runway_facts import StampCache
 from recovery.validate import CheckpointCache, Validation, validate_checkpoint, validate_checkpoints
 
@@ -324,18 +325,21 @@ def check_jobs(
     stamp_cache: StampCache | None = None,
     parallel: int = DEFAULT_PARALLEL,
     checkpoint_cache: CheckpointCache | None = None,
+    cluster_memory: ClusterMemory | None = None,
 ) -> list[JobResult]:
     """:func:`check_job` of each of ``jobs``, all of ``cluster``, judged against one read of it
     (:func:`recovery.validate.validate_checkpoints`: ``fleet serve`` checks a thousand jobs with one
     Metadata request and one ListOffsets per broker); their checkpoints are read ``parallel`` at a
-    time (``checkpoint_cache``: those read before, not read again while unchanged). A failure of
-    the cluster is every job's; a bad checkpoint is its job's alone."""
+    time (``checkpoint_cache``: those read before, not read again while unchanged;
+    ``cluster_memory``: the cluster's answers kept from earlier checks, used while they hold). A
+    failure of the cluster is every job's; a bad checkpoint is its job's alone."""
     requests = [_validation(job, runway_warn_s) for job in jobs]
     answers = validate_checkpoints(
         cluster.kafka,
         requests,
         stamp_cache=stamp_cache,
         checkpoint_cache=checkpoint_cache,
+        cluster_memory=cluster_memory,
         parallel=parallel,
     )
     return [

@@ -29,7 +29,7 @@ from recovery.core.specs import MAX_TIMESTAMP_MS
 from recovery.delta.log import app_transaction_version
 from recovery.errors import CheckpointFormatError, InvalidInput
 from recovery.kafka.admin import admin_for
-from recovery.kafka.cluster import cluster_with_times, first_offsets_at_times
+from recovery.kafka.cluster import ClusterMemory, cluster_with_times, first_offsets_at_times
 from recovery.kafka.config import KafkaConfig
 from recovery.topic_ids import read_topic_ids
 
@@ -146,10 +146,13 @@ def clusters_for(
     kafka: KafkaConfig,
     views: Sequence[CheckpointView],
     isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    memory: ClusterMemory | None = None,
 ) -> list[ClusterView]:
     """:func:`cluster_for` of each of ``views``, read in one round for all of them (``fleet serve``
     checks the jobs of a cluster together: one Metadata request and one ListOffsets per broker for
-    a thousand checkpoints instead of a thousand of each). Each view gets only its own topics."""
+    a thousand checkpoints instead of a thousand of each). Each view gets only its own topics.
+    ``memory``: the topic descriptions and time lookups' answers kept from earlier rounds, used
+    where they still hold (and the new ones kept)."""
     times: dict[int, set[TopicPartition]] = {}
     for view in views:
         for source in view.sources:
@@ -159,16 +162,28 @@ def clusters_for(
                 # is known only from the same answers, and an extra partition costs little here
                 unrecorded = (tp for tp in source.start if tp.topic not in view.recorded_topic_ids)
                 times.setdefault(at_ms, set()).update(unrecorded)
-    together = sum(map(len, times.values())) <= TIMES_WITH_RANGES_MAX
+    known = memory.first_offsets if memory is not None else None
+    usable = known.usable(times) if known is not None else {}
+    ask = {at_ms: tps - usable.get(at_ms, set()) for at_ms, tps in times.items()}
+    together = sum(map(len, ask.values())) <= TIMES_WITH_RANGES_MAX
     topics = [checkpoint_topics(view) for view in views]
     asked: set[str] = set().union(*topics)
-    whole, found = cluster_with_times(kafka, asked, isolation, times if together else {})
+    topics_known = memory.topics if memory is not None else None
+    whole, found = cluster_with_times(kafka, asked, isolation, ask if together else {}, topics_known)
+    reused, again = known.still_true(usable, whole) if known is not None else ({}, {})
     if not together:
         lookups: dict[int, set[TopicPartition]] = {}
         for view in views:
             for at_ms, tps in _evidence_lookups(view, whole).items():
-                lookups.setdefault(at_ms, set()).update(tps)
+                lookups.setdefault(at_ms, set()).update(tps - reused.get(at_ms, {}).keys())
         found = first_offsets_at_times(kafka, lookups)
+    elif again:
+        found = {**found}
+        for at_ms, answers in first_offsets_at_times(kafka, again).items():
+            found[at_ms] = {**found.get(at_ms, {}), **answers}
+    if known is not None:
+        known.keep(found, whole)
+        found = {at_ms: {**found.get(at_ms, {}), **reused.get(at_ms, {})} for at_ms in {*found, *reused}}
     whole = replace(whole, isolation=isolation)
     judged = [_evidence(view, whole, found) for view in views]
     clusters = [cluster for cluster, _ in judged]

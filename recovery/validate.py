@@ -26,16 +26,17 @@ from dataclasses import dataclass
 from recovery.checkpoint import Issue, open_checkpoint
 from recovery.checkpoint.options import StorageOptions
 from recovery.checkpoint.store import Signature, local_signature, record_local_reads
-from recovery.core.model import CheckpointView, ClusterView, Finding, Isolation, TopicPartition
+from recovery.core.model import CheckpointView, ClusterView, Finding, Isolation, TopicPartition, Verdict
 from recovery.core.plan import assess, resolve_sink
 from recovery.core.real_time import real_time_findings, real_time_refusal, real_time_view
 from recovery.core.results import ValidationReport
-from recovery.core.runway import apply_runway, wanted_positions
+from recovery.core.runway import TopicRetention, apply_runway, wanted_positions
 from recovery.core.spark_lines import DEFAULT_LINE, spark_line
 from recovery.delta.api import DELTA_AT_RISK, delta_source_issues
 from recovery.delta.sink import sink_warning
 from recovery.errors import InvalidInput, KafkaAccessDenied, RecoveryError
 from recovery.kafka.admin import admin_for
+from recovery.kafka.cluster import ClusterMemory
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.runway_facts import RunwayFacts, RunwayReader, StampCache
 from recovery.resume import (
@@ -92,6 +93,26 @@ class CheckpointCache:
         self.recent_ns = int(recent_s * 1e9)
         self._lock = threading.Lock()
         self._kept: OrderedDict[str, tuple[Validation, dict[str, Signature], _Ready]] = OrderedDict()
+        self._judged: dict[str, _Judged] = {}  # location -> the last judging of the checkpoint kept
+
+    def judged(self, ready: _Ready, cluster: ClusterView) -> _Judged | None:
+        """The last judging of ``ready`` (a checkpoint kept) against a cluster equal to ``cluster``."""
+        with self._lock:
+            kept = self._judged.get(ready.request.location)
+        return kept if kept is not None and kept.ready is ready and kept.cluster == cluster else None
+
+    def keep_judged(self, ready: _Ready, judged: _Judged | None) -> None:
+        """Keep ``judged`` (None: forget the last) as ``ready``'s while that checkpoint read is kept."""
+        location = ready.request.location
+        with self._lock:
+            kept = self._kept.get(location)
+            if judged is not None and kept is not None and kept[2] is ready:
+                self._judged[location] = judged
+            else:
+                self._judged.pop(location, None)
+            if len(self._judged) > len(self._kept):  # checkpoints the cache dropped
+                for gone in [name for name in self._judged if name not in self._kept]:
+                    del self._judged[gone]
 
     def prepared(self, request: Validation) -> _Ready:
         """``request``'s checkpoint read, or the one read before when nothing it saw changed."""
@@ -197,7 +218,8 @@ def validate_checkpoint(
         at_ms = None
         if reader is not None:
             facts = reader.facts(wanted_positions(findings), cluster.topic_ids)
-            findings, at_ms = _with_runway(findings, facts, runway_warn_s)
+            at_ms = int(time.time() * 1000)
+            findings = _with_runway(findings, facts, runway_warn_s, at_ms)
     finally:
         if reader is not None:
             reader.close()
@@ -210,6 +232,7 @@ def validate_checkpoints(
     *,
     stamp_cache: StampCache | None = None,
     checkpoint_cache: CheckpointCache | None = None,
+    cluster_memory: ClusterMemory | None = None,
     parallel: int = 8,
 ) -> list[ValidationReport | RecoveryError]:
     """:func:`validate_checkpoint` of each of ``requests``, checkpoints of one cluster: each
@@ -218,8 +241,10 @@ def validate_checkpoints(
     the error that validation raised (a bad checkpoint is its own; an unreachable cluster is every
     one's; a checkpoint whose topics the credentials may not describe is its own). A bug in reading
     one checkpoint is its error (``internal error: ...``, logged with its traceback).
-    ``stamp_cache``, ``checkpoint_cache``: the record stamps and the checkpoints read before, kept
-    across calls (:class:`~recovery.kafka.runway_facts.StampCache`, :class:`CheckpointCache`)."""
+    ``stamp_cache``, ``checkpoint_cache``, ``cluster_memory``: the record stamps, the checkpoints and
+    the cluster's answers read before, kept across calls
+    (:class:`~recovery.kafka.runway_facts.StampCache`, :class:`CheckpointCache`,
+    :class:`~recovery.kafka.cluster.ClusterMemory`)."""
     if parallel < 1:
         raise InvalidInput(f"parallel must be at least 1, not {parallel}", parameter="parallel")
     with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="validate") as pool:
@@ -235,10 +260,18 @@ def validate_checkpoints(
     for isolation, chosen in levels.items():
         reports: list[ValidationReport | RecoveryError]
         try:
-            reports = [*_validated(kafka, list(chosen.values()), isolation, stamp_cache)]
+            reports = [
+                *_validated(
+                    kafka, list(chosen.values()), isolation, stamp_cache, cluster_memory, checkpoint_cache
+                )
+            ]
         except KafkaAccessDenied as exc:
             # maybe one topic's ACL: then only the checkpoints reading it fail (each on its own)
-            reports = [exc] if len(chosen) == 1 else [_alone(kafka, r, stamp_cache) for r in chosen.values()]
+            reports = (
+                [exc]
+                if len(chosen) == 1
+                else [_alone(kafka, r, stamp_cache, cluster_memory) for r in chosen.values()]
+            )
         except RecoveryError as exc:  # the cluster's: every checkpoint's
             reports = [exc] * len(chosen)
         for i, report in zip(chosen, reports, strict=True):
@@ -326,34 +359,119 @@ def _prepared_or_error(
 
 
 def _validated(
-    kafka: KafkaConfig, ready: list[_Ready], isolation: Isolation, stamp_cache: StampCache | None
+    kafka: KafkaConfig,
+    ready: list[_Ready],
+    isolation: Isolation,
+    stamp_cache: StampCache | None,
+    memory: ClusterMemory | None = None,
+    checkpoints: CheckpointCache | None = None,
 ) -> list[ValidationReport]:
-    """Every checkpoint of ``ready`` judged against one read of the cluster and of the runway."""
-    clusters = clusters_for(kafka, [r.resumed for r in ready], isolation)
-    judged = [_findings(r, cluster) for r, cluster in zip(ready, clusters, strict=True)]
-    wanted: set[tuple[TopicPartition, int]] = set()
+    """Every checkpoint of ``ready`` judged against one read of the cluster and of the runway. With
+    ``checkpoints``, a checkpoint kept there is given its last judging again while that holds
+    (:class:`_Judged`)."""
+    clusters = clusters_for(kafka, [r.resumed for r in ready], isolation, memory)
+    before = [
+        checkpoints.judged(r, cluster) if checkpoints is not None else None
+        for r, cluster in zip(ready, clusters, strict=True)
+    ]
+    # judged again, unless judged before against the same cluster (then judged again only if its
+    # runway no longer holds, below): the same findings
+    judged = [
+        kept.findings if kept is not None else _findings(r, cluster)
+        for r, cluster, kept in zip(ready, clusters, before, strict=True)
+    ]
+    positions = [
+        wanted_positions(findings) if r.request.reads_runway else None
+        for r, findings in zip(ready, judged, strict=True)
+    ]
+    wanted: set[tuple[TopicPartition, int]] = set().union(*(p for p in positions if p))
     ids: dict[str, str] = {}
-    for r, cluster, findings in zip(ready, clusters, judged, strict=True):
+    for r, cluster in zip(ready, clusters, strict=True):
         if r.request.reads_runway:
-            wanted |= wanted_positions(findings)
             ids.update(cluster.topic_ids)
-    facts = RunwayReader(kafka, isolation, stamp_cache).facts(wanted, ids) if wanted else None
+    facts = (
+        RunwayReader(kafka, isolation, stamp_cache).facts(wanted, ids) if wanted else RunwayFacts({}, {}, {})
+    )
+    now_ms = int(time.time() * 1000)
     reports = []
-    for r, cluster, findings in zip(ready, clusters, judged, strict=True):
+    for r, cluster, findings, kept, where in zip(ready, clusters, judged, before, positions, strict=True):
         at_ms = None
-        if r.request.reads_runway:
-            findings, at_ms = _with_runway(
-                findings, facts or RunwayFacts({}, {}, {}), r.request.runway_warn_s
-            )
+        if where is not None:
+            at_ms = now_ms
+            if kept is None or not kept.holds(where, facts, now_ms):
+                if kept is not None:  # its runway changed: judged from the start
+                    findings = _findings(r, cluster)
+                findings = _with_runway(findings, facts, r.request.runway_warn_s, now_ms)
+                if checkpoints is not None:
+                    checkpoints.keep_judged(r, _Judged.of(r, cluster, findings, where, facts))
+        elif kept is None and checkpoints is not None:
+            checkpoints.keep_judged(r, _Judged(r, cluster, findings))
         reports.append(_report(r, cluster, findings, at_ms))
     return reports
 
 
+@dataclass(frozen=True)
+class _Judged:
+    """A checkpoint's last judging (:meth:`CheckpointCache.judged`), given again while what it was
+    made of is the same: the very checkpoint read kept, a cluster equal to ``cluster``, and the same
+    runway facts of its positions (``facts``: the topics' retention, and the record stamps, the very
+    ones :class:`~recovery.kafka.runway_facts.StampCache` keeps). ``fleet serve`` judges every
+    partition each interval, and a stopped query's judging seldom changes: only its runway's time
+    left, which the report computes from its time.
+
+    A judging whose verdicts depend on the time is not given again: one with an AT_RISK partition
+    (whose text counts the time left), one whose runway is shorter than ``runway_warn_s`` now, and
+    one of a topic limited by ``retention.bytes`` (whose estimate moves with the time)."""
+
+    ready: _Ready
+    cluster: ClusterView
+    findings: tuple[Finding, ...]
+    facts: tuple[object, ...] | None = None  # None: judged without the runway
+    warn_ms: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        ready: _Ready,
+        cluster: ClusterView,
+        findings: tuple[Finding, ...],
+        wanted: frozenset[tuple[TopicPartition, int]],
+        facts: RunwayFacts,
+    ) -> _Judged | None:
+        """The judging to keep, None when it depends on the time."""
+        used = _facts_of(wanted, facts)
+        if used is None or any(f.verdict is Verdict.AT_RISK for f in findings):
+            return None
+        warn_s = ready.request.runway_warn_s
+        return cls(ready, cluster, findings, used, None if warn_s is None else int(warn_s * 1000))
+
+    def holds(self, wanted: frozenset[tuple[TopicPartition, int]], facts: RunwayFacts, now_ms: int) -> bool:
+        """Whether this judging is still the one ``facts`` give at ``now_ms`` (``wanted``: the
+        positions of its findings whose runway is read)."""
+        if self.facts is None or self.facts != _facts_of(wanted, facts):
+            return False
+        if self.warn_ms is not None:
+            for f in self.findings:
+                left = f.runway.left_ms(now_ms) if f.runway is not None else None
+                if left is not None and left < self.warn_ms:
+                    return False
+        return True
+
+
+def _facts_of(wanted: frozenset[tuple[TopicPartition, int]], facts: RunwayFacts) -> tuple[object, ...] | None:
+    """The runway facts of ``wanted``, to compare (None: a topic limited by ``retention.bytes``)."""
+    topics = sorted({tp.topic for tp, _ in wanted})
+    retention = tuple(facts.retention.get(topic) for topic in topics)
+    if any(isinstance(r, TopicRetention) and r.retention_bytes >= 0 for r in retention):
+        return None
+    return (*retention, *(facts.stamps.get(key) for key in sorted(wanted)))
+
+
 def _alone(
-    kafka: KafkaConfig, ready: _Ready, stamp_cache: StampCache | None
+    kafka: KafkaConfig, ready: _Ready, stamp_cache: StampCache | None, memory: ClusterMemory | None
 ) -> ValidationReport | RecoveryError:
     try:
-        return _validated(kafka, [ready], ready.request.isolation, stamp_cache)[0]
+        return _validated(kafka, [ready], ready.request.isolation, stamp_cache, memory)[0]
     except RecoveryError as exc:
         return exc
 
@@ -364,15 +482,13 @@ def _findings(ready: _Ready, cluster: ClusterView) -> tuple[Finding, ...]:
 
 
 def _with_runway(
-    findings: tuple[Finding, ...], facts: RunwayFacts, warn_s: float | None
-) -> tuple[tuple[Finding, ...], int]:
-    """``findings`` with their retention runway, judged at the time the facts were read."""
-    now_ms = int(time.time() * 1000)
+    findings: tuple[Finding, ...], facts: RunwayFacts, warn_s: float | None, now_ms: int
+) -> tuple[Finding, ...]:
+    """``findings`` with their retention runway, judged at ``now_ms`` (when the facts were read)."""
     warn_ms = None if warn_s is None else int(warn_s * 1000)
-    judged = apply_runway(
+    return apply_runway(
         findings, facts.retention, facts.stamps, sizes=facts.sizes, now_ms=now_ms, warn_ms=warn_ms
     )
-    return judged, now_ms
 
 
 def _report(

@@ -18,7 +18,9 @@ per job, and never delays another cluster's batches. Kafka clients are the proce
 (:func:`recovery.kafka.admin.admin_for`), kept across checks, and so are the record stamps the
 runway read (:class:`~recovery.kafka.runway_facts.StampCache`, one per cluster): a stopped query's
 records are fetched once, not every interval; and a local checkpoint is read again only once it
-changed (:class:`~recovery.validate.CheckpointCache`).
+changed (:class:`~recovery.validate.CheckpointCache`). So are the cluster's topic descriptions
+and time lookups' answers (:class:`~recovery.kafka.cluster.ClusterMemory`), used again while the
+offsets read each round show them true (a description at most 5 minutes, as Kafka's clients do).
 
 ``shard=(i, n)`` keeps the jobs of shard ``i`` of ``n`` (:func:`recovery.fleet.in_shard`): n
 replicas of the service, each given its own ``i``, watch one conf together, each job once.
@@ -46,6 +48,7 @@ from recovery.core.runway import shortest
 from recovery.errors import InvalidInput, RecoveryError
 from recovery.fleet import DEFAULT_PARALLEL, JobFailure, JobResult, check_jobs, in_shard, probe_cluster
 from recovery.hold import hold_retention, read_holds, release_retention
+from recovery.kafka.cluster import ClusterMemory
 from recovery.kafka.runway_facts import StampCache
 from recovery.validate import CheckpointCache
 
@@ -128,7 +131,8 @@ class FleetWatch:
         self.on_check = on_check  # called in the worker thread after each check (e.g. to render it)
         # a bad conf at start raises
         self.conf = self._sharded(conf if conf is not None else load_conf(source))
-        self._stamps: dict[str, StampCache] = {}  # cluster -> the record stamps its checks read
+        # cluster -> the record stamps its checks read, and its answers kept
+        self._stamps: dict[str, tuple[StampCache, ClusterMemory]] = {}
         self._checkpoints = CheckpointCache(size=100_000)  # read again only once changed
         self.reloads = {"success": 0, "failure": 0}
         self.last_reload_error: str | None = None
@@ -190,7 +194,7 @@ class FleetWatch:
             state.errors = {k: v for k, v in state.errors.items() if k[0] in conf.jobs}
             state.sizes = {n: c for n, c in state.sizes.items() if n in conf.jobs}
             state.probes = {n: p for n, p in state.probes.items() if n in conf.clusters}
-            # a cluster whose settings changed may be another cluster: its stamps are not kept
+            # a cluster whose settings changed may be another cluster: nothing of it is kept
             self._stamps = {
                 n: c for n, c in self._stamps.items() if conf.clusters.get(n) == before.clusters.get(n)
             }
@@ -241,7 +245,7 @@ class FleetWatch:
                 ready.setdefault(cluster.name, []).append(job)
             for cluster_name, jobs in ready.items():
                 cluster = conf.clusters[cluster_name]
-                stamps = self._stamps.setdefault(cluster_name, StampCache())
+                kept = self._stamps.setdefault(cluster_name, (StampCache(), ClusterMemory()))
                 failure = state.probes[cluster_name].failure
                 for batch, size in self._batches(jobs):
                     if busy >= self.parallel:
@@ -252,7 +256,7 @@ class FleetWatch:
                     state.running.update(job.name for job in batch)
                     state.batches += 1
                     state.in_flight += size
-                    tasks.append(functools.partial(self._check, batch, size, cluster, failure, stamps))
+                    tasks.append(functools.partial(self._check, batch, size, cluster, failure, kept))
         return tasks
 
     def _batches(self, jobs: list[JobConf]) -> list[tuple[list[JobConf], int]]:
@@ -336,7 +340,7 @@ class FleetWatch:
         size: int,
         cluster: ClusterConf,
         failure: JobFailure | None,
-        stamps: StampCache,
+        kept: tuple[StampCache, ClusterMemory],
     ) -> None:
         started = time.monotonic()
         try:
@@ -345,7 +349,13 @@ class FleetWatch:
                     [JobResult(job, failure=failure) for job in jobs]
                     if failure is not None
                     else check_jobs(
-                        jobs, cluster, self.runway_warn_s, stamps, self.parallel, self._checkpoints
+                        jobs,
+                        cluster,
+                        self.runway_warn_s,
+                        kept[0],
+                        self.parallel,
+                        self._checkpoints,
+                        cluster_memory=kept[1],
                     )
                 )
             except Exception as exc:  # a bug in a check must not stop the service; said, and counted

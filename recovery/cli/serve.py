@@ -37,16 +37,18 @@ labelled with it, not a state set: a state set would be 10 series a partition, a
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from recovery.cli.report.fleet import job_row
+from recovery.cli.report.fleet import job_row, job_runway
 from recovery.core.model import Verdict
 from recovery.core.specs import iso_utc
 from recovery.fleet import JobVerdict
@@ -54,6 +56,7 @@ from recovery.fleet import JobVerdict
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
+    from recovery.core.model import Finding
     from recovery.core.results import ValidationReport
     from recovery.watch import FleetWatch, JobCheck
 
@@ -61,7 +64,19 @@ log = logging.getLogger(__name__)
 
 __all__ = ["serve"]
 
+# The CLI runs with the cyclic collector off (recovery.cli.main: its commands are short-lived); a
+# service runs for months, and a cycle left by each round would never be freed. Python's own
+# schedule makes a full pass over every object kept (millions, at 100,000 partitions) about once a
+# round; one pass this often frees the same cycles for a fraction of that.
+_COLLECT_EVERY_S = 600.0
+
 _JOB_VERDICTS = (*(v.value for v in Verdict), *(v.value for v in JobVerdict))
+
+
+class _Summary(NamedTuple):
+    needs_action: bool
+    runway_s: float | None  # the shortest runway
+    records_lost: int | None
 
 
 class _Collector:
@@ -70,6 +85,17 @@ class _Collector:
 
     def __init__(self, watch: FleetWatch) -> None:
         self.watch = watch
+        # job -> (check, its summary): scans of every partition, once a check instead of each scrape
+        self._summaries: dict[str, tuple[JobCheck, _Summary]] = {}
+
+    def _summary(self, name: str, check: JobCheck) -> _Summary:
+        kept = self._summaries.get(name)
+        if kept is not None and kept[0] is check:
+            return kept[1]
+        result = check.result
+        summary = _Summary(result.needs_action, job_runway(result.report)["runway_s"], result.records_lost)
+        self._summaries[name] = (check, summary)
+        return summary
 
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, StateSetMetricFamily
@@ -104,16 +130,18 @@ class _Collector:
         every = GaugeMetricFamily(
             "stream_recovery_job_check_interval_seconds", "How often the job is checked", labels=job
         )
+        for gone in [name for name in self._summaries if name not in checks]:
+            self._summaries.pop(gone, None)
         for name, check in sorted(checks.items()):
             result = check.result
-            row = job_row(result)
+            summary = self._summary(name, check)
             said = result.verdict
             verdict.add_metric([name], {v: v == said for v in _JOB_VERDICTS})
-            needs.add_metric([name], 1.0 if row["needs_action"] else 0.0)
-            if result.records_lost is not None:
-                lost.add_metric([name], float(result.records_lost))
-            if row["runway_s"] is not None:
-                runway.add_metric([name], float(row["runway_s"]))
+            needs.add_metric([name], 1.0 if summary.needs_action else 0.0)
+            if summary.records_lost is not None:
+                lost.add_metric([name], float(summary.records_lost))
+            if summary.runway_s is not None:
+                runway.add_metric([name], float(summary.runway_s))
             threshold = result.report.runway_warn_s if result.report else None
             if threshold is not None:
                 warn.add_metric([name], float(threshold))
@@ -181,12 +209,14 @@ def _escaped(value: str) -> str:
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
-def _partition_samples(name: str, report: ValidationReport) -> list[bytes]:
+def _partition_samples(name: str, report: ValidationReport, made: list[bytes] | None = None) -> list[bytes]:
     """The sample lines of one job's report, one text per family of :data:`_PARTITION_FAMILIES`,
     written as prometheus_client's ``generate_latest`` writes them (labels sorted by name; values
     by its ``floatToGoString``) but without its per-sample objects and checks: 100,000 partitions
     made ~600,000 of them a round, a quarter of the service's CPU. tests/fleet/test_serve_text.py
-    checks the two give the same bytes."""
+    checks the two give the same bytes. ``made``: the samples of a report with the very same
+    findings (a judging given again): only the runway's and the age's, which count from the
+    report's time, are written again."""
     from prometheus_client.utils import floatToGoString
 
     number: Callable[[float], str] = floatToGoString  # untyped in prometheus_client
@@ -199,13 +229,10 @@ def _partition_samples(name: str, report: ValidationReport) -> list[bytes]:
     lag: list[str] = []
     at_ms = report.runway_at_ms
     for f in report.findings:
+        timed = f.runway is not None and at_ms is not None
+        if made is not None and not timed:
+            continue
         labels = f'partition="{f.tp.partition}",streaming_job="{job}",topic="{_escaped(f.tp.topic)}"'
-        verdict.append(f'stream_recovery_partition_verdict{{{labels},verdict="{f.verdict.value}"}} 1.0\n')
-        if f.records_lost:
-            lost.append(f"stream_recovery_partition_records_lost{{{labels}}} {number(f.records_lost)}\n")
-        if f.spark_error:
-            condition = _escaped(f.spark_error)
-            error.append(f'stream_recovery_partition_spark_error{{condition="{condition}",{labels}}} 1.0\n')
         if f.runway is not None and at_ms is not None:
             left = f.runway.left_ms(at_ms)
             old = f.runway.age_ms(at_ms)
@@ -215,10 +242,23 @@ def _partition_samples(name: str, report: ValidationReport) -> list[bytes]:
                 age.append(
                     f"stream_recovery_partition_oldest_unread_age_seconds{{{labels}}} {number(old / 1000)}\n"
                 )
+        if made is not None:
+            continue
+        verdict.append(f'stream_recovery_partition_verdict{{{labels},verdict="{f.verdict.value}"}} 1.0\n')
+        if f.records_lost:
+            lost.append(f"stream_recovery_partition_records_lost{{{labels}}} {number(f.records_lost)}\n")
+        if f.spark_error:
+            condition = _escaped(f.spark_error)
+            error.append(f'stream_recovery_partition_spark_error{{condition="{condition}",{labels}}} 1.0\n')
         if f.position is not None and f.available is not None:
             behind = max(0, f.available.end - f.position)
             lag.append(f"stream_recovery_partition_lag_records{{{labels}}} {number(behind)}\n")
-    return ["".join(lines).encode() for lines in (verdict, lost, error, runway, age, lag)]
+    timed_text = ["".join(runway).encode(), "".join(age).encode()]
+    if made is not None:
+        return [*made[:3], *timed_text, made[5]]
+    return (
+        ["".join(lines).encode() for lines in (verdict, lost, error)] + timed_text + ["".join(lag).encode()]
+    )
 
 
 class _PartitionText:
@@ -234,7 +274,8 @@ class _PartitionText:
 
         self.watch = watch
         self._lock = threading.Lock()
-        self._kept: dict[str, list[bytes]] = {}  # job -> its samples, by family
+        # job -> the findings of its last report and their samples, by family
+        self._kept: dict[str, tuple[tuple[Finding, ...], list[bytes]]] = {}
         self._headers = [  # HELP and TYPE of each family, as generate_latest writes them
             generate_latest(_Families([GaugeMetricFamily(n, h, labels=list(labels))]))
             for n, h, labels in _PARTITION_FAMILIES
@@ -246,21 +287,26 @@ class _PartitionText:
         report, job = check.result.report, self.watch.conf.jobs.get(name)
         samples = None
         if report is not None and (job is None or job.partition_metrics):
-            samples = _partition_samples(name, report)
+            with self._lock:
+                before = self._kept.get(name)
+            same = before is not None and before[0] is report.findings  # a judging given again
+            samples = _partition_samples(name, report, before[1] if same and before else None)
         with self._lock:
-            if samples is None:
+            if samples is None or report is None:
                 self._kept.pop(name, None)
             else:
-                self._kept[name] = samples
+                self._kept[name] = (report.findings, samples)
 
-    def text(self) -> bytes:
-        """Every family once: its HELP and TYPE, then the samples of each job of the conf."""
+    def pieces(self) -> list[bytes]:
+        """Every family once: its HELP and TYPE, then the samples of each job of the conf; in
+        pieces, written one after the other (joined, 100,000 partitions made a 50 MB copy, then
+        another beside the other metrics, at each scrape)."""
         jobs = self.watch.conf.jobs
         with self._lock:
             for gone in [name for name in self._kept if name not in jobs]:
                 del self._kept[gone]
-            kept = [self._kept[name] for name in sorted(self._kept) if jobs[name].partition_metrics]
-        return b"".join(header + b"".join(s[i] for s in kept) for i, header in enumerate(self._headers))
+            kept = [self._kept[name][1] for name in sorted(self._kept) if jobs[name].partition_metrics]
+        return [piece for i, header in enumerate(self._headers) for piece in (header, *(s[i] for s in kept))]
 
 
 def _job_body(name: str, check: JobCheck) -> dict[str, Any]:
@@ -281,8 +327,9 @@ def _handler(watch: FleetWatch, registry: Any, partitions: _PartitionText) -> ty
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0].rstrip("/") or "/"
             if path == "/metrics":
-                text = generate_latest(registry) + partitions.text()
-                self._send(HTTPStatus.OK, text, CONTENT_TYPE_LATEST)
+                self._send(
+                    HTTPStatus.OK, [generate_latest(registry), *partitions.pieces()], CONTENT_TYPE_LATEST
+                )
             elif path == "/v1/jobs":
                 checks = watch.snapshot()
                 self._json(HTTPStatus.OK, [_job_body(n, c) for n, c in sorted(checks.items())])
@@ -305,14 +352,15 @@ def _handler(watch: FleetWatch, registry: Any, partitions: _PartitionText) -> ty
                 self._json(HTTPStatus.NOT_FOUND, {"error": "not found: /metrics, /v1/jobs, /healthz"})
 
         def _json(self, status: HTTPStatus, body: object) -> None:
-            self._send(status, (json.dumps(body, indent=2) + "\n").encode(), "application/json")
+            self._send(status, [(json.dumps(body, indent=2) + "\n").encode()], "application/json")
 
-        def _send(self, status: HTTPStatus, data: bytes, kind: str) -> None:
+        def _send(self, status: HTTPStatus, data: list[bytes], kind: str) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Length", str(sum(map(len, data))))
             self.end_headers()
-            self.wfile.write(data)
+            for piece in data:
+                self.wfile.write(piece)
 
         def log_message(self, format: str, *args: Any) -> None:
             log.debug("http: " + format, *args)
@@ -341,11 +389,16 @@ def serve(watch: FleetWatch, host: str, port: int) -> None:
     web.start()
     bound = server.server_address
     log.info("serving on http://%s:%s (/metrics, /v1/jobs, /healthz)", bound[0], bound[1])
+    collect_at = time.monotonic() + _COLLECT_EVERY_S
     try:
         while not stop.wait(0.2):
             if reload.is_set():
                 reload.clear()
                 watch.reload()
+            if time.monotonic() >= collect_at:
+                collect_at = time.monotonic() + _COLLECT_EVERY_S
+                if not gc.isenabled():
+                    log.debug("cyclic garbage collected: %d objects", gc.collect())
     finally:
         stop.set()
         server.shutdown()

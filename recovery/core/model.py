@@ -34,7 +34,7 @@ class TopicPartition(NamedTuple):
         return f"{self.topic} [{self.partition}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OffsetRange:
     """What a partition still holds: offsets ``start`` (log start) up to ``end`` (exclusive)."""
 
@@ -293,7 +293,7 @@ class ClusterView:
         return frozenset(tp.topic for tp in self.partitions) | frozenset(tp.topic for tp in self.unavailable)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Runway:
     """How long until retention may delete records a query has not read (:mod:`recovery.core.runway`).
 

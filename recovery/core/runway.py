@@ -69,7 +69,7 @@ class TopicRetention:
         return "delete" in self.cleanup_policy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecordStamp:
     """The first record a reader gets at or after a position: its offset (above the position when
     transaction markers or compaction left gaps) and its timestamp (-1: the record has none)."""

@@ -10,8 +10,12 @@ partition's log start and end, plus the first offsets at or after a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import NamedTuple
 
 from recovery.core.model import ClusterView, Isolation, NoMatch, TopicPartition, TopicSelection
 from recovery.core.specs import TimeKind, TimeSpec
@@ -20,9 +24,12 @@ from recovery.kafka._retry import Deadline
 from recovery.kafka.admin import admin_for, tp_key
 from recovery.kafka.config import KafkaConfig
 from recovery.kafka.offsets import offsets_for_time
-from recovery.kafka.values import PartitionOffsets, TimeLookup
+from recovery.kafka.values import MissingPartition, PartitionOffsets, TimeLookup, TopicInfo
 
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID in Kafka's base64 form
+# How long a topic's description is used again (TopicCache): as long as Kafka's clients use theirs
+# (the Java client's metadata.max.age.ms, 5 min; Spark's consumers see new partitions no sooner).
+DESCRIBE_MAX_AGE_S = 300.0
 
 
 def cluster_view(
@@ -45,21 +52,27 @@ def cluster_with_times(
     topics: Iterable[str],
     isolation: Isolation,
     times: Mapping[int, Iterable[TopicPartition]],
+    known: TopicCache | None = None,
 ) -> tuple[ClusterView, Mapping[int, Mapping[TopicPartition, int | None]]]:
     """:func:`cluster_view` (under read_committed with its ``high_watermarks`` and ``isolation``
     set) and, sent in the same round of requests, the first offset whose record's timestamp is
     >= T for each ``T: partitions`` of ``times`` (KIP-79; None where no record is that new).
-    Partitions of topics that do not exist are left out.
+    Partitions of topics that do not exist are left out. ``known``: topic descriptions kept from
+    earlier reads, used while they hold (:class:`TopicCache`), and the new ones kept.
 
     Example::
 
         view, found = cluster_with_times(kafka, {"orders"}, READ_UNCOMMITTED, {t: [orders_0]})
         found[t][orders_0]  # 1042, or None
     """
-    view, hwms, found = _read_cluster(kafka, topics, isolation, times)
+    view, hwms, found = _read_cluster(kafka, topics, isolation, times, known)
     if isolation is Isolation.READ_COMMITTED:
         view = replace(view, isolation=isolation, high_watermarks=hwms)
     return view, found
+
+
+Ranges = dict[TopicPartition, PartitionOffsets | MissingPartition]
+Found = Mapping[int, Mapping[TopicPartition, int | None]]
 
 
 def _read_cluster(
@@ -67,16 +80,53 @@ def _read_cluster(
     topics: Iterable[str],
     isolation: Isolation,
     times: Mapping[int, Iterable[TopicPartition]],
-) -> tuple[ClusterView, dict[TopicPartition, int], Mapping[int, Mapping[TopicPartition, int | None]]]:
-    admin = admin_for(kafka)
-    infos = {name: info for name, info in admin.describe(sorted(set(topics))).items() if info is not None}
-    tps = [TopicPartition(name, p) for name, info in sorted(infos.items()) for p in range(info.partitions)]
-    ranges, found = admin.ranges_and_times(tps, isolation, times, topics=infos) if tps else ({}, {})
+    known: TopicCache | None = None,
+) -> tuple[ClusterView, dict[TopicPartition, int], Found]:
+    names = set(topics)
+    kept = known.fresh(names) if known is not None else {}
+    infos, ranges, found = _described_and_read(kafka, names - set(kept), kept, isolation, times)
+    if known is not None:
+        # a kept description whose topic's offsets went back may be another topic's now: read anew
+        changed = known.changed(kept, ranges)
+        if changed:
+            infos = {name: info for name, info in infos.items() if name not in changed}
+            ranges = {tp: row for tp, row in ranges.items() if tp.topic not in changed}
+            more, more_ranges, more_found = _described_and_read(kafka, changed, {}, isolation, times)
+            infos.update(more)
+            ranges = dict(sorted({**ranges, **more_ranges}.items()))  # in partition order, as read at once
+            found = {
+                at_ms: {
+                    **{tp: o for tp, o in found.get(at_ms, {}).items() if tp.topic not in changed},
+                    **more_found.get(at_ms, {}),
+                }
+                for at_ms in {*found, *more_found}
+            }
+            kept = {name: info for name, info in kept.items() if name not in changed}
+        known.keep({name: infos.get(name) for name in names if name not in kept}, ranges)
     rows = [row for row in ranges.values() if isinstance(row, PartitionOffsets)]
     # A broker without topic ids (KIP-516) answers the zero UUID: unknown, never recorded or compared.
     ids = {name: info.topic_id for name, info in sorted(infos.items()) if info.topic_id != ZERO_TOPIC_ID}
     view = ClusterView({row.tp: row.range for row in rows}, ids)
     return view, {row.tp: row.high_watermark for row in rows}, found
+
+
+def _described_and_read(
+    kafka: KafkaConfig,
+    names: Iterable[str],
+    kept: Mapping[str, TopicInfo],
+    isolation: Isolation,
+    times: Mapping[int, Iterable[TopicPartition]],
+) -> tuple[dict[str, TopicInfo], Ranges, Found]:
+    """The existing topics among ``names`` (described now) and ``kept`` (described before), every
+    partition's offsets, and the time lookups of ``times`` in those topics."""
+    admin = admin_for(kafka)
+    described = admin.describe(sorted(set(names))) if names else {}
+    infos = {**kept, **{name: info for name, info in described.items() if info is not None}}
+    tps = [TopicPartition(name, p) for name, info in sorted(infos.items()) for p in range(info.partitions)]
+    if not tps:
+        return infos, {}, {}
+    ranges, found = admin.ranges_and_times(tps, isolation, times, topics=infos)
+    return infos, ranges, found
 
 
 def time_targets(
@@ -162,3 +212,177 @@ def topics_matching(kafka: KafkaConfig, selection: TopicSelection) -> frozenset[
     return frozenset(
         name for name, internal in names.items() if selection.matches_topic(name, internal=internal)
     )
+
+
+class _Answer(NamedTuple):
+    topic_id: str
+    offset: int | None  # the first offset at or after the time; None: no record that new
+    covered: int | None  # None answers: the log end the lookup surely saw (None: not known yet)
+    end: int  # the log end read in the same round as the lookup
+
+
+class FirstOffsetCache:
+    """KIP-79 answers read before, kept across rounds of one cluster (``fleet serve`` asks where
+    each stopped query's recreation evidence is every interval, and the answer seldom changes).
+    An answer is used again only while the cluster read beside it shows it still true, for the
+    same topic id:
+
+    * an offset found stays the first whose record is at least T ms while the log starts at or
+      below it and ends past it: records appended later come after it, and those deleted below it
+      were older than T;
+    * "no record that new" stays true while nothing is appended: it is used once a round finds the
+      log end where the round before the lookup found it. (The end read beside a lookup may be
+      newer than the log the lookup saw: the requests go out together; the end read a round
+      earlier cannot be.) A log that grows, or a new lookup's first answer, is asked again.
+
+    At most ``size`` answers are kept, the least recently used dropped first. Thread-safe."""
+
+    def __init__(self, size: int = 200_000) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[int, TopicPartition], _Answer] = OrderedDict()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._kept)
+
+    def usable(self, times: Mapping[int, Iterable[TopicPartition]]) -> dict[int, set[TopicPartition]]:
+        """The lookups of ``times`` with an answer that may still be true (checked with
+        :meth:`still_true` once the cluster is read): those need not be asked with the others."""
+        usable: dict[int, set[TopicPartition]] = {}
+        with self._lock:
+            for at_ms, tps in times.items():
+                for tp in tps:
+                    kept = self._kept.get((at_ms, tp))
+                    if kept is not None and (kept.offset is not None or kept.covered is not None):
+                        usable.setdefault(at_ms, set()).add(tp)
+        return usable
+
+    def still_true(
+        self, lookups: Mapping[int, Iterable[TopicPartition]], cluster: ClusterView
+    ) -> tuple[dict[int, dict[TopicPartition, int | None]], dict[int, set[TopicPartition]]]:
+        """Of ``lookups``, the answers kept that ``cluster`` (read now) shows still true, and the
+        lookups to ask again."""
+        true: dict[int, dict[TopicPartition, int | None]] = {}
+        again: dict[int, set[TopicPartition]] = {}
+        with self._lock:
+            for at_ms, tps in lookups.items():
+                for tp in tps:
+                    kept = self._kept.get((at_ms, tp))
+                    if kept is not None and _true_of(kept, tp, cluster):
+                        true.setdefault(at_ms, {})[tp] = kept.offset
+                        self._kept.move_to_end((at_ms, tp))
+                    else:
+                        again.setdefault(at_ms, set()).add(tp)
+        return true, again
+
+    def keep(self, found: Mapping[int, Mapping[TopicPartition, int | None]], cluster: ClusterView) -> None:
+        """Keep the answers ``found`` just now, beside ``cluster`` (read in the same round); a topic
+        without an id (a broker older than Kafka 2.8) is not kept."""
+        with self._lock:
+            for at_ms, answers in found.items():
+                for tp, offset in answers.items():
+                    topic_id, log = cluster.topic_ids.get(tp.topic), cluster.partitions.get(tp)
+                    if not topic_id or log is None:
+                        continue
+                    end = cluster.high_watermarks.get(tp, log.end)
+                    before = self._kept.get((at_ms, tp))
+                    # the end read a round before this lookup, and again now: the lookup saw that log
+                    confirmed = before is not None and before.topic_id == topic_id and before.end == end
+                    covered = end if offset is None and confirmed else None
+                    self._kept[(at_ms, tp)] = _Answer(topic_id, offset, covered, end)
+                    self._kept.move_to_end((at_ms, tp))
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+
+def _true_of(kept: _Answer, tp: TopicPartition, cluster: ClusterView) -> bool:
+    """Whether ``kept`` (an answer for ``tp``) is still true of ``cluster`` (FirstOffsetCache)."""
+    log = cluster.partitions.get(tp)
+    if log is None or kept.topic_id != cluster.topic_ids.get(tp.topic):
+        return False
+    end = cluster.high_watermarks.get(tp, log.end)
+    if kept.offset is None:
+        return kept.covered == end
+    return log.start <= kept.offset < end
+
+
+class TopicCache:
+    """Topic descriptions (partition count, topic id) kept across rounds of one cluster: describing
+    1,000 topics of 100 partitions each costs the client ~3 s of CPU (it makes ~400,000 Python
+    objects of the answer), more than anything else in a round of ``fleet serve``.
+
+    A description is used again for at most ``max_age_s`` (:data:`DESCRIBE_MAX_AGE_S`), and never
+    once its topic's offsets show a sign that the topic changed (:meth:`changed`): a partition the
+    cluster does not know, or a log start or high watermark below the one read the round before (a
+    recreated topic starts anew). So a partition added is seen within ``max_age_s``, as Kafka's
+    clients see it; and so is a topic deleted and recreated between two rounds that already holds
+    more records than the old one did, from the same log start. Thread-safe."""
+
+    def __init__(
+        self,
+        max_age_s: float = DESCRIBE_MAX_AGE_S,
+        size: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_age_s, self.size, self.clock = max_age_s, size, clock
+        self._lock = threading.Lock()
+        # topic -> (its description, when made, each partition's (log start, high watermark) last read)
+        self._kept: OrderedDict[str, tuple[TopicInfo, float, dict[int, tuple[int, int]]]] = OrderedDict()
+
+    def fresh(self, names: Iterable[str]) -> dict[str, TopicInfo]:
+        """The descriptions kept of ``names`` that are younger than ``max_age_s``."""
+        oldest = self.clock() - self.max_age_s
+        with self._lock:
+            kept = {name: self._kept.get(name) for name in names}
+            return {name: k[0] for name, k in kept.items() if k is not None and k[1] > oldest}
+
+    def changed(self, used: Mapping[str, TopicInfo], ranges: Mapping[TopicPartition, object]) -> set[str]:
+        """The topics of ``used`` (kept descriptions) whose offsets read now (``ranges``) say they
+        may have changed since described."""
+        changed: set[str] = set()
+        with self._lock:
+            for tp, row in ranges.items():
+                if tp.topic not in used or tp.topic in changed:
+                    continue
+                kept = self._kept.get(tp.topic)
+                before = kept[2].get(tp.partition) if kept is not None else None
+                if not isinstance(row, PartitionOffsets) or _went_back(row, before):
+                    changed.add(tp.topic)
+        return changed
+
+    def keep(
+        self, described: Mapping[str, TopicInfo | None], ranges: Mapping[TopicPartition, object]
+    ) -> None:
+        """Keep the descriptions made now (``described``; None: no such topic, none kept), and every
+        topic's offsets read now."""
+        now = self.clock()
+        read: dict[str, dict[int, tuple[int, int]]] = {}
+        for tp, row in ranges.items():
+            if isinstance(row, PartitionOffsets):
+                read.setdefault(tp.topic, {})[tp.partition] = (row.log_start, row.high_watermark)
+        with self._lock:
+            for name, info in described.items():
+                if info is None:
+                    self._kept.pop(name, None)
+                else:
+                    self._kept[name] = (info, now, {})
+            for name, offsets in read.items():
+                if (kept := self._kept.get(name)) is not None:
+                    self._kept[name] = (kept[0], kept[1], offsets)
+                    self._kept.move_to_end(name)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+
+def _went_back(row: PartitionOffsets, before: tuple[int, int] | None) -> bool:
+    return before is not None and (row.log_start < before[0] or row.high_watermark < before[1])
+
+
+class ClusterMemory:
+    """What ``fleet serve`` keeps of one cluster's answers between rounds, to ask less: the topics'
+    descriptions (:class:`TopicCache`) and the time lookups' answers (:class:`FirstOffsetCache`)."""
+
+    def __init__(self) -> None:
+        self.topics = TopicCache()
+        self.first_offsets = FirstOffsetCache()

@@ -500,8 +500,8 @@ class RunwayReader:
                 )
             else:
                 facts = RunwayFacts(read.retention, stamps, read.sizes)
-        if self.cache is not None:
-            self.cache.keep(facts.stamps, ids, self.isolation)
+        if self.cache is not None:  # those found there are kept already (and moved to the end)
+            self.cache.keep({k: v for k, v in facts.stamps.items() if k not in valid}, ids, self.isolation)
         return facts
 
     def wait(self) -> None:

@@ -286,6 +286,43 @@ def test_jobs_checked_together_get_what_each_gets_alone(
     assert sum(one.report is not None and one.report.runway_at_ms is not None for one in together) == 33
 
 
+def test_jobs_checked_round_after_round_get_what_each_gets_alone(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fleet serve keeps what it read between rounds (checkpoints, record stamps, topic descriptions,
+    # time lookups' answers) and gives a judging again while what it was made of is the same: every
+    # round must still give each job the report its own validation gives.
+    from recovery.kafka.cluster import ClusterMemory
+    from recovery.kafka.runway_facts import StampCache
+    from recovery.validate import CheckpointCache
+
+    for key, value in fleet.env.items():
+        monkeypatch.setenv(key, value)
+    conf = load_conf(fleet.directory)
+    cluster = conf.clusters["local"]
+    jobs = [job for job in conf.jobs.values() if job.cluster == "local"]
+    kept = StampCache(), CheckpointCache(recent_s=0.0), ClusterMemory()
+    rounds = [check_jobs(jobs, cluster, None, kept[0], 4, kept[1], cluster_memory=kept[2]) for _ in range(3)]
+    alone = [check_job(job, cluster) for job in jobs]
+    for results in rounds:
+        for one, other in zip(results, alone, strict=True):
+            verdict, lost, _, code = fleet.expected[one.name]
+            assert (one.verdict, one.records_lost, one.exit_code) == (verdict, lost, code)
+            if one.report is None or other.report is None:
+                assert one.failure == other.failure and one.report is other.report is None
+                continue
+            a, b = one.report, other.report
+            assert (a.findings, a.issues, a.topic_ids) == (b.findings, b.issues, b.topic_ids), one.name
+    given_again = [
+        third.name
+        for second, third in zip(rounds[1], rounds[2], strict=True)
+        if second.report is not None
+        and third.report is not None
+        and third.report.findings is second.report.findings
+    ]
+    assert len(given_again) > len(jobs) // 2  # the judgings of stopped queries are given again
+
+
 def test_the_examples_on_the_rig(bootstrap: str, s3_endpoint: str) -> None:
     """``fleet validate conf/examples``, set up by the examples' own rig script."""
     rig = example_rig()

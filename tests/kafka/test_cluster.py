@@ -178,3 +178,99 @@ def test_cluster_for_finds_records_newer_than_the_batch_below_the_position(
     ids = {topic: "x", broker_clock: "y"}
     recorded = cluster_for(kafka, replace(view, recorded_topic_ids=ids))
     assert recorded.newer_than_read == {}  # ids recorded: they tell, not timestamps
+
+
+def test_kept_time_answers_are_used_only_while_the_cluster_shows_them_true(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fleet serve keeps the recreation evidence's time lookups across rounds (FirstOffsetCache):
+    each round's views equal those read without it; a lookup is left out once its answer is known
+    to hold, and asked again once records are appended (no record that new) or deleted past it."""
+    from recovery import resume
+    from recovery.core.model import CheckpointFile, CheckpointView, SourcePosition
+    from recovery.kafka.cluster import ClusterMemory
+    from recovery.resume import CLOCK_SKEW_ALLOWANCE_MS, cluster_for, clusters_for
+
+    asked: list[set[TopicPartition]] = []  # by round: the time lookups sent (with the ranges, or after)
+    recording = [False]
+    with_ranges, after = resume.cluster_with_times, resume.first_offsets_at_times
+
+    def spied(*args: object) -> object:
+        if recording[0]:
+            asked[-1].update(tp for tps in args[3].values() for tp in tps)  # type: ignore[attr-defined]
+        return with_ranges(*args)  # type: ignore[arg-type]
+
+    def spied_after(*args: object) -> object:
+        if recording[0]:
+            asked[-1].update(tp for tps in args[1].values() for tp in tps)  # type: ignore[attr-defined]
+        return after(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resume, "cluster_with_times", spied)
+    monkeypatch.setattr(resume, "first_offsets_at_times", spied_after)
+    topic = new_topic(partitions=2)
+    batch_ms = int(time.time() * 1000) - 3_600_000
+    late = batch_ms + CLOCK_SKEW_ALLOWANCE_MS + 60_000
+    old, newer = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    topics.produce(bootstrap, topic, [Record("k", "v", 0, batch_ms - 1000)] * 3)  # none that new
+    topics.produce(bootstrap, topic, [Record("k", "v", 1, late)] * 4)  # the first is that new
+    # the checkpoint is past the end of partition 0: a record appended there may become evidence
+    source = SourcePosition(
+        "0", CheckpointFile.parse("offsets/4"), {old: 5, newer: 3}, start_read_by_ms=batch_ms
+    )
+    view = CheckpointView("/chk", "q", 5, False, (source,))
+    known = ClusterMemory()
+
+    def round_() -> ClusterView:
+        alone = cluster_for(kafka, view)
+        asked.append(set())
+        recording[0] = True
+        (kept,) = clusters_for(kafka, [view], Isolation.READ_UNCOMMITTED, known)
+        recording[0] = False
+        assert kept == alone  # as read without the kept answers
+        return kept
+
+    first = round_()
+    assert first.newer_than_read == {("0", old): 3, ("0", newer): 0}
+    round_()  # "none that new" is asked once more: the end read beside a lookup may be newer than it saw
+    assert asked == [{old, newer}, {old}]
+    round_()
+    assert asked[-1] == set()  # both answers known to hold
+    topics.produce(bootstrap, topic, [Record("k", "v", 0, late)])  # records below the position now
+    grown = round_()
+    assert asked[-1] == {old}
+    assert grown.newer_than_read[("0", old)] == 3  # evidence: record 3 is newer than the batch
+    topics.delete_records(bootstrap, topic, {1: 2})  # past the answer 0
+    deleted = round_()
+    assert newer in asked[-1] and deleted.newer_than_read[("0", newer)] == 2
+
+
+def test_kept_descriptions_are_used_only_while_the_offsets_show_the_same_topic(
+    kafka: KafkaConfig, bootstrap: str, new_topic: Callable[..., str]
+) -> None:
+    """fleet serve keeps topic descriptions for up to 5 minutes (TopicCache): a topic recreated
+    meanwhile is told at once by its offsets going back (its new id read, as without the cache); a
+    partition added is seen once the description is that old."""
+    from recovery.kafka.cluster import TopicCache
+
+    topic = new_topic(partitions=2)
+    topics.produce(bootstrap, topic, [Record("k", "v", p, None) for p in (0, 1) for _ in range(3)])
+    now = [0.0]
+    known = TopicCache(max_age_s=300, clock=lambda: now[0])
+
+    def read() -> ClusterView:
+        kept, _ = cluster_with_times(kafka, [topic], Isolation.READ_UNCOMMITTED, {}, known)
+        return kept
+
+    first = read()
+    assert first == cluster_view(kafka, [topic])
+    assert read() == first  # described once: the second read uses the description
+    topics.delete_topic(bootstrap, topic)
+    topics.create_topic(bootstrap, topic, 2)
+    topics.produce(bootstrap, topic, [Record("k", "v", 0, None)])
+    recreated = read()
+    assert recreated.topic_ids[topic] != first.topic_ids[topic]
+    assert recreated == cluster_view(kafka, [topic])
+    topics.add_partitions(bootstrap, topic, 3)
+    assert TopicPartition(topic, 2) not in read().partitions  # the description is 0 s old
+    now[0] = 300.0
+    assert read() == cluster_view(kafka, [topic])  # described again: the third partition
