@@ -114,11 +114,12 @@ def test_due_jobs_go_in_batches_and_the_most_overdue_batch_waits_for_room(tmp_pa
 
     state.in_flight = 1_000  # another check running: big does not fit, and nothing overtakes it
     assert watch._due(now) == []
-    state.in_flight = 0  # nothing running: big goes alone, even beyond the limit
+    assert watch._due(now) == []  # looked at again only once a batch or probe ended
+    state.in_flight, state.ended_work = 0, 1  # it ended: big goes alone, even beyond the limit
     tasks = watch._due(now)
     assert [[j.name for j in task.args[0]] for task in tasks] == [["big"]]
     assert state.in_flight == 30_000 and state.running == {"big"}
-    state.in_flight, state.running = 0, set()
+    state.in_flight, state.running, state.ended_work = 0, set(), 2
     del state.due["big"]
     sizes = [task.args[1] for task in watch._due(now)]
     assert sizes == [5_000, 5_000, 2_000]  # every small job, in three batches under the limit
