@@ -9,6 +9,7 @@ line is ``-`` (no offset) resumes as Spark resumes it: after a committed batch N
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -169,7 +170,9 @@ def clusters_for(
     topics = [checkpoint_topics(view) for view in views]
     asked: set[str] = set().union(*topics)
     topics_known = memory.topics if memory is not None else None
-    whole, found = cluster_with_times(kafka, asked, isolation, ask if together else {}, topics_known)
+    named = {tp for view in views for s in view.sources for tp in (*s.start, *(s.end or {}))}
+    sent_at = time.monotonic()
+    whole, found = cluster_with_times(kafka, asked, isolation, ask if together else {}, topics_known, named)
     reused, again = known.still_true(usable, whole) if known is not None else ({}, {})
     if not together:
         lookups: dict[int, set[TopicPartition]] = {}
@@ -182,7 +185,7 @@ def clusters_for(
         for at_ms, answers in first_offsets_at_times(kafka, again).items():
             found[at_ms] = {**found.get(at_ms, {}), **answers}
     if known is not None:
-        known.keep(found, whole)
+        known.keep(found, whole, sent_at)
         found = {at_ms: {**found.get(at_ms, {}), **reused.get(at_ms, {})} for at_ms in {*found, *reused}}
     whole = replace(whole, isolation=isolation)
     judged = [_evidence(view, whole, found) for view in views]

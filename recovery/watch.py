@@ -338,7 +338,11 @@ class FleetWatch:
         return what
 
     def _probe(self, cluster: ClusterConf) -> None:
-        failure = probe_cluster(cluster)
+        try:
+            failure = probe_cluster(cluster)
+        except Exception as exc:  # a bug in a probe must not stop the cluster's checks: said, and counted
+            log.exception("cluster %s: the probe failed", cluster.name)
+            failure = JobFailure.of(RecoveryError(f"internal error: {exc!r}"))
         with self._lock:
             probe = self._state.probes.setdefault(cluster.name, _Probe())
             probe.failure, probe.at, probe.running = failure, time.monotonic(), False

@@ -28,7 +28,7 @@ from recovery.kafka.values import MissingPartition, PartitionOffsets, TimeLookup
 
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID in Kafka's base64 form
 # How long a topic's description is used again (TopicCache): as long as Kafka's clients use theirs
-# (the Java client's metadata.max.age.ms, 5 min; Spark's consumers see new partitions no sooner).
+# (the Java client's metadata.max.age.ms, 5 min).
 DESCRIBE_MAX_AGE_S = 300.0
 
 
@@ -53,19 +53,21 @@ def cluster_with_times(
     isolation: Isolation,
     times: Mapping[int, Iterable[TopicPartition]],
     known: TopicCache | None = None,
+    named: Iterable[TopicPartition] = (),
 ) -> tuple[ClusterView, Mapping[int, Mapping[TopicPartition, int | None]]]:
     """:func:`cluster_view` (under read_committed with its ``high_watermarks`` and ``isolation``
     set) and, sent in the same round of requests, the first offset whose record's timestamp is
     >= T for each ``T: partitions`` of ``times`` (KIP-79; None where no record is that new).
     Partitions of topics that do not exist are left out. ``known``: topic descriptions kept from
-    earlier reads, used while they hold (:class:`TopicCache`), and the new ones kept.
+    earlier reads, used while they hold (:class:`TopicCache`; not one with fewer partitions than
+    ``named``, the partitions the caller knows of), and the new ones kept.
 
     Example::
 
         view, found = cluster_with_times(kafka, {"orders"}, READ_UNCOMMITTED, {t: [orders_0]})
         found[t][orders_0]  # 1042, or None
     """
-    view, hwms, found = _read_cluster(kafka, topics, isolation, times, known)
+    view, hwms, found = _read_cluster(kafka, topics, isolation, times, known, named)
     if isolation is Isolation.READ_COMMITTED:
         view = replace(view, isolation=isolation, high_watermarks=hwms)
     return view, found
@@ -81,9 +83,10 @@ def _read_cluster(
     isolation: Isolation,
     times: Mapping[int, Iterable[TopicPartition]],
     known: TopicCache | None = None,
+    named: Iterable[TopicPartition] = (),
 ) -> tuple[ClusterView, dict[TopicPartition, int], Found]:
     names = set(topics)
-    kept = known.fresh(names) if known is not None else {}
+    kept = known.fresh(names, named) if known is not None else {}
     infos, ranges, found = _described_and_read(kafka, names - set(kept), kept, isolation, times)
     if known is not None:
         # a kept description whose topic's offsets went back may be another topic's now: read anew
@@ -219,6 +222,7 @@ class _Answer(NamedTuple):
     offset: int | None  # the first offset at or after the time; None: no record that new
     covered: int | None  # None answers: the log end the lookup surely saw (None: not known yet)
     end: int  # the log end read in the same round as the lookup
+    read_at: float  # when that end had been read, by time.monotonic
 
 
 class FirstOffsetCache:
@@ -230,10 +234,12 @@ class FirstOffsetCache:
     * an offset found stays the first whose record is at least T ms while the log starts at or
       below it and ends past it: records appended later come after it, and those deleted below it
       were older than T;
-    * "no record that new" stays true while nothing is appended: it is used once a round finds the
-      log end where the round before the lookup found it. (The end read beside a lookup may be
-      newer than the log the lookup saw: the requests go out together; the end read a round
-      earlier cannot be.) A log that grows, or a new lookup's first answer, is asked again.
+    * "no record that new" stays true while nothing is appended: it is used once a lookup finds
+      the log end where a read that ended before the lookup was sent found it. (The end read
+      beside a lookup may be newer than the log the lookup saw: the requests go out together; an
+      end read before cannot be.) A log that grows, or a new lookup's first answer, is asked again.
+
+    A partition no longer in the cluster drops its answers (and is not asked).
 
     At most ``size`` answers are kept, the least recently used dropped first. Thread-safe."""
 
@@ -262,23 +268,32 @@ class FirstOffsetCache:
         self, lookups: Mapping[int, Iterable[TopicPartition]], cluster: ClusterView
     ) -> tuple[dict[int, dict[TopicPartition, int | None]], dict[int, set[TopicPartition]]]:
         """Of ``lookups``, the answers kept that ``cluster`` (read now) shows still true, and the
-        lookups to ask again."""
+        lookups to ask again (of partitions ``cluster`` has)."""
         true: dict[int, dict[TopicPartition, int | None]] = {}
         again: dict[int, set[TopicPartition]] = {}
         with self._lock:
             for at_ms, tps in lookups.items():
                 for tp in tps:
                     kept = self._kept.get((at_ms, tp))
-                    if kept is not None and _true_of(kept, tp, cluster):
+                    if tp not in cluster.partitions:
+                        self._kept.pop((at_ms, tp), None)
+                    elif kept is not None and _true_of(kept, tp, cluster):
                         true.setdefault(at_ms, {})[tp] = kept.offset
                         self._kept.move_to_end((at_ms, tp))
                     else:
                         again.setdefault(at_ms, set()).add(tp)
         return true, again
 
-    def keep(self, found: Mapping[int, Mapping[TopicPartition, int | None]], cluster: ClusterView) -> None:
-        """Keep the answers ``found`` just now, beside ``cluster`` (read in the same round); a topic
-        without an id (a broker older than Kafka 2.8) is not kept."""
+    def keep(
+        self,
+        found: Mapping[int, Mapping[TopicPartition, int | None]],
+        cluster: ClusterView,
+        sent_at: float,
+    ) -> None:
+        """Keep the answers ``found`` just now, beside ``cluster`` (read in the same round, whose
+        requests went out at ``sent_at``, by ``time.monotonic``); a topic without an id (a broker
+        older than Kafka 2.8) is not kept."""
+        read_at = time.monotonic()  # the ends of ``cluster`` were read by now
         with self._lock:
             for at_ms, answers in found.items():
                 for tp, offset in answers.items():
@@ -287,10 +302,16 @@ class FirstOffsetCache:
                         continue
                     end = cluster.high_watermarks.get(tp, log.end)
                     before = self._kept.get((at_ms, tp))
-                    # the end read a round before this lookup, and again now: the lookup saw that log
-                    confirmed = before is not None and before.topic_id == topic_id and before.end == end
+                    # an end read before this lookup went out, and the same now: the lookup saw that
+                    # log (several batches share the cache: one read meanwhile does not count)
+                    confirmed = (
+                        before is not None
+                        and before.topic_id == topic_id
+                        and before.end == end
+                        and before.read_at <= sent_at
+                    )
                     covered = end if offset is None and confirmed else None
-                    self._kept[(at_ms, tp)] = _Answer(topic_id, offset, covered, end)
+                    self._kept[(at_ms, tp)] = _Answer(topic_id, offset, covered, end, read_at)
                     self._kept.move_to_end((at_ms, tp))
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
@@ -315,9 +336,11 @@ class TopicCache:
     A description is used again for at most ``max_age_s`` (:data:`DESCRIBE_MAX_AGE_S`), and never
     once its topic's offsets show a sign that the topic changed (:meth:`changed`): a partition the
     cluster does not know, or a log start or high watermark below the one read the round before (a
-    recreated topic starts anew). So a partition added is seen within ``max_age_s``, as Kafka's
-    clients see it; and so is a topic deleted and recreated between two rounds that already holds
-    more records than the old one did, from the same log start. Thread-safe."""
+    recreated topic starts anew); nor when a checkpoint names a partition it does not have
+    (:meth:`fresh`). So a partition added is seen within ``max_age_s``, as Kafka's clients see it,
+    at once where a checkpoint already reads it; and so is a topic deleted and recreated between
+    two rounds whose log started at 0 and already reaches its old end. Batches running at once
+    share it: one may describe a topic another described a moment before. Thread-safe."""
 
     def __init__(
         self,
@@ -330,12 +353,21 @@ class TopicCache:
         # topic -> (its description, when made, each partition's (log start, high watermark) last read)
         self._kept: OrderedDict[str, tuple[TopicInfo, float, dict[int, tuple[int, int]]]] = OrderedDict()
 
-    def fresh(self, names: Iterable[str]) -> dict[str, TopicInfo]:
-        """The descriptions kept of ``names`` that are younger than ``max_age_s``."""
+    def fresh(self, names: Iterable[str], named: Iterable[TopicPartition] = ()) -> dict[str, TopicInfo]:
+        """The descriptions kept of ``names`` that are younger than ``max_age_s`` and have each
+        partition of ``named`` (a partition a checkpoint knows of, beyond those described: added
+        since, and already read by a running query, whose Spark describes the topic each batch)."""
         oldest = self.clock() - self.max_age_s
+        counts: dict[str, int] = {}
+        for tp in named:
+            counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
         with self._lock:
             kept = {name: self._kept.get(name) for name in names}
-            return {name: k[0] for name, k in kept.items() if k is not None and k[1] > oldest}
+        return {
+            name: k[0]
+            for name, k in kept.items()
+            if k is not None and k[1] > oldest and k[0].partitions >= counts.get(name, 0)
+        }
 
     def changed(self, used: Mapping[str, TopicInfo], ranges: Mapping[TopicPartition, object]) -> set[str]:
         """The topics of ``used`` (kept descriptions) whose offsets read now (``ranges``) say they

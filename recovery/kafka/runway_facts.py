@@ -386,10 +386,12 @@ class StampCache:
         found: dict[tuple[TopicPartition, int], RecordStamp] = {}
         with self._lock:
             for tp, offset in positions:
-                kept = self._kept.get((isolation, tp), {}).get(offset)
+                offsets = self._kept.get((isolation, tp), {})
+                kept = offsets.get(offset)
                 if kept is None or (topic_ids is not None and kept[0] != topic_ids.get(tp.topic)):
                     continue
                 self._kept.move_to_end((isolation, tp))
+                offsets[offset] = offsets.pop(offset)  # the partition's most recent position
                 found[(tp, offset)] = kept[1]
         return found
 
@@ -500,7 +502,7 @@ class RunwayReader:
                 )
             else:
                 facts = RunwayFacts(read.retention, stamps, read.sizes)
-        if self.cache is not None:  # those found there are kept already (and moved to the end)
+        if self.cache is not None:  # those found there are kept already (lookup made them recent)
             self.cache.keep({k: v for k, v in facts.stamps.items() if k not in valid}, ids, self.isolation)
         return facts
 

@@ -123,3 +123,24 @@ def test_due_jobs_go_in_batches_and_the_most_overdue_batch_waits_for_room(tmp_pa
     del state.due["big"]
     sizes = [task.args[1] for task in watch._due(now)]
     assert sizes == [5_000, 5_000, 2_000]  # every small job, in three batches under the limit
+
+
+def test_a_probe_that_fails_on_a_bug_is_said_and_its_jobs_are_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before, a probe that raised left its cluster "being probed" forever: none of its jobs was
+    # checked again (and with the scheduler waiting for work to end, no other cluster's either).
+    from recovery import watch as watch_module
+
+    def broken(cluster: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(watch_module, "probe_cluster", broken)
+    conf = tmp_path / "conf.toml"
+    conf.write_text(DEAD + job("a", tmp_path))
+    watch = FleetWatch(conf, interval_s=60, parallel=2)
+    watch._probe(watch.conf.clusters["dead"])
+    probe = watch._state.probes["dead"]
+    assert not probe.running and watch._state.ended_work == 1
+    assert probe.failure is not None and "internal error: RuntimeError('a bug')" in probe.failure.message
+    assert "cluster dead: the probe failed" in caplog.text

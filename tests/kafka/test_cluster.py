@@ -274,3 +274,9 @@ def test_kept_descriptions_are_used_only_while_the_offsets_show_the_same_topic(
     assert TopicPartition(topic, 2) not in read().partitions  # the description is 0 s old
     now[0] = 300.0
     assert read() == cluster_view(kafka, [topic])  # described again: the third partition
+    topics.add_partitions(bootstrap, topic, 4)
+    assert TopicPartition(topic, 3) not in read().partitions
+    # at once where a checkpoint names the new partition (a running query read it already)
+    new = [TopicPartition(topic, 3)]
+    named, _ = cluster_with_times(kafka, [topic], Isolation.READ_UNCOMMITTED, {}, known, new)
+    assert named == cluster_view(kafka, [topic])

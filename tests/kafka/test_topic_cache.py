@@ -23,6 +23,9 @@ def test_a_description_is_used_again_until_it_is_max_age_old() -> None:
     assert cache.fresh(["orders", "gone", "other"]) == {"orders": ORDERS}
     now[0] = 399.0
     assert cache.fresh(["orders"]) == {"orders": ORDERS}
+    # a checkpoint names a partition it does not have (added since, read by a running query): not used
+    assert cache.fresh(["orders"], [TopicPartition("orders", 1)]) == {"orders": ORDERS}
+    assert cache.fresh(["orders"], [TopicPartition("orders", 2)]) == {}
     now[0] = 400.0
     assert cache.fresh(["orders"]) == {}
     cache.keep({"orders": None}, {})  # described again: no such topic now
