@@ -261,37 +261,13 @@ def test_an_unreachable_cluster_is_asked_once(
     assert SECRET not in caplog.text
 
 
-def test_jobs_checked_together_get_what_each_gets_alone(
+def test_jobs_checked_together_round_after_round_get_what_each_gets_alone(
     fleet: Fleet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # fleet serve checks a cluster's due jobs together (one read of the cluster for all of them):
+    # fleet serve checks a cluster's due jobs together (one read of the cluster for all of them),
+    # and keeps what it read between rounds (checkpoints, record stamps, topic descriptions, time
+    # lookups' answers), giving a judging again while what it was made of is the same: each round,
     # each job's report must be the one its own validation gives, a bad checkpoint its job's alone.
-    for key, value in fleet.env.items():
-        monkeypatch.setenv(key, value)
-    conf = load_conf(fleet.directory)
-    cluster = conf.clusters["local"]
-    jobs = [job for job in conf.jobs.values() if job.cluster == "local"]
-    assert len(jobs) == 36
-    together = check_jobs(jobs, cluster, parallel=4)
-    alone = [check_job(job, cluster) for job in jobs]
-    for one, other in zip(together, alone, strict=True):
-        verdict, lost, _, code = fleet.expected[one.name]
-        assert (one.verdict, one.records_lost, one.exit_code) == (verdict, lost, code)
-        if one.report is None or other.report is None:
-            assert one.failure == other.failure and one.report is other.report is None
-            continue
-        a, b = one.report, other.report
-        assert (a.findings, a.issues, a.topic_ids) == (b.findings, b.issues, b.topic_ids), one.name
-        assert set(a.topic_ids) == {tp.topic for tp in (f.tp for f in a.findings)}  # its own topics only
-    assert sum(one.report is not None and one.report.runway_at_ms is not None for one in together) == 33
-
-
-def test_jobs_checked_round_after_round_get_what_each_gets_alone(
-    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # fleet serve keeps what it read between rounds (checkpoints, record stamps, topic descriptions,
-    # time lookups' answers) and gives a judging again while what it was made of is the same: every
-    # round must still give each job the report its own validation gives.
     from recovery.kafka.cluster import ClusterMemory
     from recovery.kafka.runway_facts import StampCache
     from recovery.validate import CheckpointCache
@@ -301,10 +277,12 @@ def test_jobs_checked_round_after_round_get_what_each_gets_alone(
     conf = load_conf(fleet.directory)
     cluster = conf.clusters["local"]
     jobs = [job for job in conf.jobs.values() if job.cluster == "local"]
+    assert len(jobs) == 36
+    together = check_jobs(jobs, cluster, parallel=4)
     kept = StampCache(), CheckpointCache(recent_s=0.0), ClusterMemory()
     rounds = [check_jobs(jobs, cluster, None, kept[0], 4, kept[1], cluster_memory=kept[2]) for _ in range(3)]
     alone = [check_job(job, cluster) for job in jobs]
-    for results in rounds:
+    for results in (together, *rounds):
         for one, other in zip(results, alone, strict=True):
             verdict, lost, _, code = fleet.expected[one.name]
             assert (one.verdict, one.records_lost, one.exit_code) == (verdict, lost, code)
@@ -313,6 +291,8 @@ def test_jobs_checked_round_after_round_get_what_each_gets_alone(
                 continue
             a, b = one.report, other.report
             assert (a.findings, a.issues, a.topic_ids) == (b.findings, b.issues, b.topic_ids), one.name
+            assert set(a.topic_ids) == {f.tp.topic for f in a.findings}  # its own topics only
+    assert sum(one.report is not None and one.report.runway_at_ms is not None for one in together) == 33
     given_again = [
         third.name
         for second, third in zip(rounds[1], rounds[2], strict=True)
