@@ -170,7 +170,11 @@ def clusters_for(
     topics = [checkpoint_topics(view) for view in views]
     asked: set[str] = set().union(*topics)
     topics_known = memory.topics if memory is not None else None
-    named = {tp for view in views for s in view.sources for tp in (*s.start, *(s.end or {}))}
+    named = (
+        {tp for view in views for s in view.sources for tp in (*s.start, *(s.end or {}))}
+        if topics_known is not None
+        else ()
+    )
     sent_at = time.monotonic()
     whole, found = cluster_with_times(kafka, asked, isolation, ask if together else {}, topics_known, named)
     reused, again = known.still_true(usable, whole) if known is not None else ({}, {})

@@ -233,7 +233,8 @@ def _partition_samples(name: str, report: ValidationReport, made: list[bytes] | 
         if made is not None and not timed:
             continue
         labels = f'partition="{f.tp.partition}",streaming_job="{job}",topic="{_escaped(f.tp.topic)}"'
-        if f.runway is not None and at_ms is not None:
+        if timed:
+            assert f.runway is not None and at_ms is not None
             left = f.runway.left_ms(at_ms)
             old = f.runway.age_ms(at_ms)
             if left is not None:
@@ -289,8 +290,9 @@ class _PartitionText:
         if report is not None and (job is None or job.partition_metrics):
             with self._lock:
                 before = self._kept.get(name)
-            same = before is not None and before[0] is report.findings  # a judging given again
-            samples = _partition_samples(name, report, before[1] if same and before else None)
+            # a judging given again: its static series stay
+            made = before[1] if before is not None and before[0] is report.findings else None
+            samples = _partition_samples(name, report, made)
         with self._lock:
             if samples is None or report is None:
                 self._kept.pop(name, None)
