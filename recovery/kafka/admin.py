@@ -5,12 +5,13 @@ IO only: the answers become values in :mod:`recovery.kafka.answers` and
 :func:`admin_for` hands out the process's shared :class:`KafkaAdmin` for a config, so a
 ``validate`` that asks for metadata, ranges and time lookups opens one set of connections.
 
-Each kind of lookup is one ``AdminClient.list_offsets`` call per 500 partitions
-(:data:`LIST_OFFSETS_CHUNK`: librdkafka's cost per call grows with the square of its partitions),
-and every call of every lookup is sent before any answer is awaited; librdkafka groups a call's
-partitions by leader and sends one ListOffsets request per leader broker: log start + high
-watermark (+ last stable offset under read_committed, + the time lookup for a timestamp, + the
-recreation evidence of ``validate``) = 2 to 4 requests per broker per 500 partitions, all in
+Each kind of lookup is one ``AdminClient.list_offsets`` call per 200 partitions of one leader, as
+the topics' last description said (:data:`LIST_OFFSETS_LEADER_CHUNK`), or per 500 partitions of
+topics not described (:data:`LIST_OFFSETS_CHUNK`): librdkafka's cost per call grows with the square
+of its partitions. Every call of every lookup is sent before any answer is awaited; librdkafka
+groups a call's partitions by leader and sends one ListOffsets request per leader broker: log start
++ high watermark (+ last stable offset under read_committed, + the time lookup for a timestamp, +
+the recreation evidence of ``validate``) = 2 to 4 requests per broker per 200 partitions, all in
 flight at once (benchmarks/README.md counts them).
 Metadata: one DescribeTopics (Metadata) request for named topics; a regex selection first lists
 the cluster's topics (one more: the listing has the partition counts, but only DescribeTopics
@@ -66,6 +67,7 @@ from recovery.kafka.values import (
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError as RdKafkaError
+    from confluent_kafka import KafkaException
     from confluent_kafka import TopicPartition as KafkaTP
     from confluent_kafka.admin import (
         AdminClient,
@@ -77,6 +79,8 @@ if TYPE_CHECKING:
 
     # One ListOffsets call's answer: each partition's result, or the error it got instead.
     OffsetsAnswer = Mapping[KafkaTP, ListOffsetsResultInfo | RdKafkaError]
+    # A call's partitions, and its answer or why the whole call failed.
+    CallAnswer = tuple[list[KafkaTP], OffsetsAnswer | KafkaException]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +90,12 @@ log = logging.getLogger(__name__)
 # lookup of many partitions is split: one request per broker per 500 partitions, all in flight
 # at once (benchmarks/README.md).
 LIST_OFFSETS_CHUNK = 500
+# Partitions per call when they share a leader (as last described): one request a call. librdkafka
+# merges each answer into its call's result by a linear search (rd_kafka_ListOffsets_response_merge,
+# librdkafka 2.x), so a call of n partitions costs ~n²/2 string comparisons: at 500 they were a
+# seventh of ``fleet serve``'s CPU at 100,000 partitions. At 200 of one leader: two fifths of the
+# comparisons, and fewer requests (a lookup of 100,000 partitions on 7 brokers: 500, not 1,400).
+LIST_OFFSETS_LEADER_CHUNK = 200
 
 # librdkafka's RD_KAFKA_OFFSET_INVALID (confluent_kafka.OFFSET_INVALID): in a ListOffsets answer, no
 # offset at all (its partition's leader died under the request), never a position.
@@ -127,6 +137,8 @@ class KafkaAdmin:
         # Why the cluster refused our credentials, and when (monotonic) it last said so.
         self._refused: tuple[str, float] | None = None
         self._broker_down_at = -1e18  # when (monotonic) a connection to a broker last failed
+        # topic -> each partition's leader (broker id; -1: none) when last described
+        self._leaders: dict[str, tuple[int, ...]] = {}
         try:
             # librdkafka's admin client is a producer, whose metadata requests for a topic by name
             # create it where the brokers allow (auto.create.topics.enable): never ours.
@@ -315,6 +327,9 @@ class KafkaAdmin:
                     raise translate(exc, what, self.config, topic=name) from exc
             else:
                 topic_id = kafka_topic_id(str(desc.topic_id))
+                # where each partition's ListOffsets goes (_send_list_offsets groups them by it)
+                leaders = {p.id: p.leader.id if p.leader is not None else -1 for p in desc.partitions}
+                self._leaders[name] = tuple(leaders.get(p, -1) for p in range(len(desc.partitions)))
                 allowed = desc.authorized_operations
                 ops = None if allowed is None else frozenset(op.name for op in allowed)
                 found[name] = TopicInfo(name, topic_id, len(desc.partitions), desc.is_internal, ops)
@@ -694,26 +709,29 @@ class KafkaAdmin:
                 raise translate(exc, f"ListOffsets for {tp}", self.config, topic=tp.topic) from exc
 
         for name, wait in self._submit(queries, pending, deadline, attempt, times).items():
-            try:
-                answered = wait()
-            except KafkaException as exc:  # the whole lookup failed: so did each of its partitions
-                for tp in sorted(pending[name], key=tp_key):
-                    judge(name, tp, exc)
-                continue
-            got, left = answers[name], pending[name]
-            for ktp, info in answered.items():
-                key = (ktp.topic, ktp.partition)
-                tp = asked.get(key) or TopicPartition(*key)
-                if isinstance(info, RdKafkaError):
-                    judge(name, tp, KafkaException(info))
-                elif info.offset == OFFSET_INVALID:
-                    # librdkafka's "no offset" (-1001): the partition's leader died under the
-                    # request. Never a value: asked again until the deadline, as a moving leader.
-                    reason = f"ListOffsets for {tp} answered no offset ({OFFSET_INVALID}): leader gone"
-                    judge(name, tp, KafkaException(RdKafkaError(RdKafkaError.LEADER_NOT_AVAILABLE, reason)))
-                else:
-                    got[tp] = (info.offset, info.timestamp)
-                    left.discard(tp)
+            got = answers[name]
+            for request, answer in wait():
+                if isinstance(answer, KafkaException):  # the whole call failed: so did each of its partitions
+                    for key in sorted((ktp.topic, ktp.partition) for ktp in request):
+                        judge(name, asked.get(key) or TopicPartition(*key), answer)
+                    continue
+                # for every partition of every lookup (200,000 a round in fleet serve): lean
+                for ktp, info in answer.items():
+                    key = (ktp.topic, ktp.partition)
+                    tp = asked.get(key) or TopicPartition(*key)
+                    if isinstance(info, RdKafkaError):
+                        judge(name, tp, KafkaException(info))
+                        continue
+                    offset = info.offset
+                    if offset == OFFSET_INVALID:
+                        # librdkafka's "no offset" (-1001): the partition's leader died under the
+                        # request. Never a value: asked again until the deadline, as a moving leader.
+                        reason = f"ListOffsets for {tp} answered no offset ({OFFSET_INVALID}): leader gone"
+                        error = RdKafkaError(RdKafkaError.LEADER_NOT_AVAILABLE, reason)
+                        judge(name, tp, KafkaException(error))
+                    else:
+                        got[tp] = (offset, info.timestamp)
+            pending[name].difference_update(got)
         return last_error
 
     def _submit(
@@ -723,9 +741,10 @@ class KafkaAdmin:
         deadline: Deadline,
         attempt: int,
         times: Mapping[str, Mapping[TopicPartition, int]],
-    ) -> dict[str, Callable[[], OffsetsAnswer]]:
-        """Send one ListOffsets call per query with pending partitions, all at once: ``{name: wait}``,
-        ``wait()`` returning ``{confluent TopicPartition: ListOffsetsResultInfo | KafkaError}``.
+    ) -> dict[str, Callable[[], list[CallAnswer]]]:
+        """Send the ListOffsets calls of each query with pending partitions, all at once: ``{name:
+        wait}``, ``wait()`` returning each call's partitions and answer, ``{confluent TopicPartition:
+        ListOffsetsResultInfo | KafkaError}``, or the KafkaException that failed the whole call.
 
         Each waits at most 2 s (doubled at each attempt) plus 1 s per 1,000 partitions asked, within
         a third of the budget: an answer takes milliseconds per thousand partitions, and a request
@@ -746,62 +765,81 @@ class KafkaAdmin:
         deadline: Deadline,
         timeout: float,
         times: Mapping[TopicPartition, int] | None = None,
-    ) -> Callable[[], OffsetsAnswer]:
-        """Send the ``list_offsets`` calls for ``tps``, :data:`LIST_OFFSETS_CHUNK` partitions each
-        (librdkafka: one request per leader broker per call), all before any answer is awaited.
+    ) -> Callable[[], list[CallAnswer]]:
+        """Send the ``list_offsets`` calls for ``tps``, in chunks (:meth:`_by_leader`; librdkafka
+        sends one request per leader broker per call), all before any answer is awaited.
         ``times``: each partition's own timestamp (the spec's, else).
 
         They go through confluent_kafka's C entry point with one future per call: the public
         wrapper makes and checks a future per partition, which costs more than the request
         itself for thousands of partitions. A confluent_kafka without that entry point gets the
         public call."""
-        from confluent_kafka import IsolationLevel
-        from confluent_kafka import TopicPartition as KafkaTP
+        from confluent_kafka import IsolationLevel, KafkaException
 
         level = {
             Isolation.READ_UNCOMMITTED: IsolationLevel.READ_UNCOMMITTED,
             Isolation.READ_COMMITTED: IsolationLevel.READ_COMMITTED,
         }[isolation]
-        value = _spec_value(spec)
-        if times is None:
-            request = [KafkaTP(tp.topic, tp.partition, value) for tp in tps]
-        else:
-            request = [KafkaTP(tp.topic, tp.partition, times[tp]) for tp in tps]
-        what = f"ListOffsets of {len(request)} partition(s)"
+        requests = self._by_leader(tps, _spec_value(spec), times)
+        what = f"ListOffsets of {sum(map(len, requests))} partition(s)"
         calls: list[concurrent.futures.Future[OffsetsAnswer]] = []
         try:
             from confluent_kafka.cimpl import _AdminClientImpl
 
-            for at in range(0, len(request), LIST_OFFSETS_CHUNK):
+            for request in requests:
                 future: concurrent.futures.Future[OffsetsAnswer] = concurrent.futures.Future()
                 future.set_running_or_notify_cancel()
                 _AdminClientImpl.list_offsets(
-                    self.client,
-                    request[at : at + LIST_OFFSETS_CHUNK],
-                    future,
-                    isolation_level_value=level.value,
-                    request_timeout=timeout,
+                    self.client, request, future, isolation_level_value=level.value, request_timeout=timeout
                 )
                 calls.append(future)
         except (ImportError, AttributeError, TypeError):
             if calls:  # the entry point worked for a chunk: a real error, not a missing API
                 raise
+            every = [ktp for request in requests for ktp in request]
             if times is None:
                 offset_spec = _offset_spec(spec)
-                specs = {ktp: offset_spec for ktp in request}
+                specs = {ktp: offset_spec for ktp in every}
             else:
-                specs = {ktp: _offset_spec(TimeSpec(TimeKind.TIMESTAMP, ktp.offset)) for ktp in request}
+                specs = {ktp: _offset_spec(TimeSpec(TimeKind.TIMESTAMP, ktp.offset)) for ktp in every}
             futures = self.client.list_offsets(specs, isolation_level=level, request_timeout=timeout)
-            return lambda: _gather(futures, deadline, what, self.config, self.check_access)
+            return lambda: [(every, _gather(futures, deadline, what, self.config, self.check_access))]
 
-        def wait() -> OffsetsAnswer:
-            answered: dict[KafkaTP, ListOffsetsResultInfo | RdKafkaError] = {}
-            for call in calls:
-                answer = wait_for(call, deadline, what, self.config, self.check_access)
-                answered.update(answer)
+        def wait() -> list[CallAnswer]:
+            answered: list[CallAnswer] = []
+            for request, call in zip(requests, calls, strict=True):
+                try:
+                    answered.append((request, wait_for(call, deadline, what, self.config, self.check_access)))
+                except KafkaException as exc:  # the call failed as a whole: each of its partitions did
+                    answered.append((request, exc))
             return answered
 
         return wait
+
+    def _by_leader(
+        self, tps: Iterable[TopicPartition], value: int, times: Mapping[TopicPartition, int] | None
+    ) -> list[list[KafkaTP]]:
+        """The request of ``tps`` (each asked for ``value``, or its own of ``times``) in the chunks of
+        one ``list_offsets`` call each: partitions of one leader (as last described) together,
+        :data:`LIST_OFFSETS_LEADER_CHUNK` a call (one request each); those of topics not described,
+        :data:`LIST_OFFSETS_CHUNK` a call (librdkafka sends one request per leader among them). A
+        leader moved since costs only a request more."""
+        from confluent_kafka import TopicPartition as KafkaTP
+
+        leaders = self._leaders
+        by: dict[int, list[KafkaTP]] = {}
+        for tp in tps:
+            topic, partition = tp
+            known = leaders.get(topic)
+            leader = known[partition] if known is not None and partition < len(known) else -1
+            if (bucket := by.get(leader)) is None:
+                bucket = by[leader] = []
+            bucket.append(KafkaTP(topic, partition, value if times is None else times[tp]))
+        chunks: list[list[KafkaTP]] = []
+        for leader, bucket in by.items():
+            size = LIST_OFFSETS_CHUNK if leader < 0 else LIST_OFFSETS_LEADER_CHUNK
+            chunks.extend(bucket[at : at + size] for at in range(0, len(bucket), size))
+        return chunks
 
     def _missing(
         self, tps: Iterable[TopicPartition], deadline: Deadline
