@@ -460,11 +460,10 @@ class _Judged:
 
 def _facts_of(wanted: frozenset[tuple[TopicPartition, int]], facts: RunwayFacts) -> tuple[object, ...] | None:
     """The runway facts of ``wanted``, to compare (None: a topic limited by ``retention.bytes``)."""
-    topics = sorted({tp.topic for tp, _ in wanted})
-    retention = tuple(facts.retention.get(topic) for topic in topics)
-    if any(isinstance(r, TopicRetention) and r.retention_bytes >= 0 for r in retention):
+    retention = {topic: facts.retention.get(topic) for topic in {tp.topic for tp, _ in wanted}}
+    if any(isinstance(r, TopicRetention) and r.retention_bytes >= 0 for r in retention.values()):
         return None
-    return (*retention, *(facts.stamps.get(key) for key in sorted(wanted)))
+    return (retention, {key: facts.stamps.get(key) for key in wanted})  # dicts: equal in any order
 
 
 def _alone(

@@ -103,7 +103,7 @@ def runway_facts(
     where ``retention.bytes`` applies, the partitions' sizes. ``until``: when the record reads may
     end early (the positions not read then say so); once it is stopped nothing more is waited for.
     ``known``: stamps already read (a :class:`StampCache`'s), not read again."""
-    wanted = sorted(set(positions), key=lambda item: (item[0].topic, item[0].partition, item[1]))
+    wanted = set(positions)
     if not wanted:
         return RunwayFacts({}, {}, {})
     known = known or {}
@@ -112,7 +112,9 @@ def runway_facts(
     # Every position is read, compacted topics' too: the age of the oldest unread record is the
     # query's lag in time, worth showing whatever the retention.
     stamps: dict[tuple[TopicPartition, int], RecordStamp | str] = {k: known[k] for k in wanted if k in known}
-    stamps.update(record_stamps(kafka, [k for k in wanted if k not in known], isolation, until=until))
+    unknown = [k for k in wanted if k not in stamps]
+    if unknown:
+        stamps.update(record_stamps(kafka, unknown, isolation, until=until))
     if until is not None and until.stopped:  # the caller gave up: no more waiting
         return RunwayFacts(dict.fromkeys({tp.topic for tp, _ in wanted}, _STOPPED), stamps, {})
     retention = answer_retention()
@@ -367,8 +369,9 @@ class StampCache:
     def __init__(self, partitions: int = 200_000) -> None:
         self.partitions = partitions
         self._lock = threading.Lock()
-        # (isolation, partition) -> {offset: (topic id, stamp)}, most recently kept last
-        self._kept: OrderedDict[tuple[Isolation, TopicPartition], dict[int, tuple[str, RecordStamp]]]
+        # (isolation level's value, partition) -> {offset: (topic id, stamp)}, most recently kept last
+        # (the value: an Enum member hashes in Python, and this is looked up 100,000 times a round)
+        self._kept: OrderedDict[tuple[str, TopicPartition], dict[int, tuple[str, RecordStamp]]]
         self._kept = OrderedDict()
 
     def __len__(self) -> int:
@@ -384,14 +387,17 @@ class StampCache:
     ) -> dict[tuple[TopicPartition, int], RecordStamp]:
         """The stamps kept for ``positions``; with ``topic_ids``, only those of topics with that id."""
         found: dict[tuple[TopicPartition, int], RecordStamp] = {}
+        level = isolation.value
         with self._lock:
             for tp, offset in positions:
-                offsets = self._kept.get((isolation, tp), {})
-                kept = offsets.get(offset)
-                if kept is None or (topic_ids is not None and kept[0] != topic_ids.get(tp.topic)):
+                offsets = self._kept.get((level, tp))
+                if offsets is None or (kept := offsets.get(offset)) is None:
                     continue
-                self._kept.move_to_end((isolation, tp))
-                offsets[offset] = offsets.pop(offset)  # the partition's most recent position
+                if topic_ids is not None and kept[0] != topic_ids.get(tp.topic):
+                    continue
+                self._kept.move_to_end((level, tp))
+                if len(offsets) > 1:
+                    offsets[offset] = offsets.pop(offset)  # the partition's most recent position
                 found[(tp, offset)] = kept[1]
         return found
 
@@ -403,17 +409,18 @@ class StampCache:
     ) -> None:
         """Keep the stamps read (an answer saying why none was read is not kept, nor a stamp of a
         topic without an id)."""
+        level = isolation.value
         with self._lock:
             for (tp, offset), stamp in stamps.items():
                 topic_id = topic_ids.get(tp.topic)
                 if not isinstance(stamp, RecordStamp) or not topic_id:
                     continue
-                offsets = self._kept.setdefault((isolation, tp), {})
+                offsets = self._kept.setdefault((level, tp), {})
                 offsets.pop(offset, None)
                 offsets[offset] = (topic_id, stamp)
                 while len(offsets) > self.PER_PARTITION:
                     del offsets[next(iter(offsets))]
-                self._kept.move_to_end((isolation, tp))
+                self._kept.move_to_end((level, tp))
             while len(self._kept) > self.partitions:
                 self._kept.popitem(last=False)
 
