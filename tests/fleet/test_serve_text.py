@@ -6,12 +6,23 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from recovery.cli.serve import _PARTITION_FAMILIES, _Families, _partition_samples, _PartitionText
+from recovery.cli.serve import (
+    _JOB_VERDICTS,
+    _PARTITION_FAMILIES,
+    _Collector,
+    _Families,
+    _job_families,
+    _partition_samples,
+    _PartitionText,
+)
 from recovery.core.model import (
     COULD_NOT_READ,
     Finding,
@@ -22,7 +33,8 @@ from recovery.core.model import (
     Verdict,
 )
 from recovery.core.results import ValidationReport
-from recovery.fleet import JobResult
+from recovery.errors import KafkaUnavailable
+from recovery.fleet import JobFailure, JobResult
 from recovery.watch import FleetWatch, JobCheck
 
 CONF = '[cluster.c]\nbootstrap_servers = "127.0.0.1:1"\n'
@@ -155,3 +167,103 @@ def test_the_series_text_is_prometheus_clients_byte_for_byte(
     later = replace(report, runway_at_ms=report.runway_at_ms + 61_000)  # type: ignore[operator]
     made = _partition_samples(name, report)
     assert _partition_samples(name, later, made) == _reference(name, later)
+
+
+class _Watch:
+    """What the collector reads of a watch: its checks, conf and intervals (a FleetWatch's conf
+    names its jobs as TOML keys; the names here are any text)."""
+
+    def __init__(self, checks: dict[str, JobCheck], interval_s: float) -> None:
+        self.checks, self.interval_s = checks, interval_s
+        self.conf = SimpleNamespace(jobs={name: c.result.job for name, c in checks.items()})
+
+    def snapshot(self) -> dict[str, JobCheck]:
+        return dict(self.checks)
+
+    def interval_of(self, job: object) -> float:
+        return self.interval_s
+
+
+def _job_reference(watch: _Watch) -> bytes:
+    """The per-job families as prometheus_client writes them (the collector's code before it wrote
+    them itself)."""
+    from prometheus_client import generate_latest
+
+    from recovery.cli.report.fleet import job_runway
+
+    families: list[Any] = _job_families()  # Gauge and StateSet families, each with add_metric
+    verdict, needs, lost, runway, warn, success, last, duration, every = families
+    for name, c in sorted(watch.snapshot().items()):
+        result = c.result
+        verdict.add_metric([name], {v: v == result.verdict for v in _JOB_VERDICTS})
+        needs.add_metric([name], 1.0 if result.needs_action else 0.0)
+        if result.records_lost is not None:
+            lost.add_metric([name], float(result.records_lost))
+        if (runway_s := job_runway(result.report)["runway_s"]) is not None:
+            runway.add_metric([name], float(runway_s))
+        if result.report is not None and result.report.runway_warn_s is not None:
+            warn.add_metric([name], float(result.report.runway_warn_s))
+        if c.last_success_ms is not None:
+            success.add_metric([name], c.last_success_ms / 1000)
+        last.add_metric([name], c.checked_at_ms / 1000)
+        duration.add_metric([name], c.duration_s)
+        every.add_metric([name], watch.interval_of(result.job))
+    return generate_latest(_Families(families))
+
+
+@given(
+    jobs=st.dictionaries(
+        st.text(min_size=1, max_size=10),
+        st.tuples(
+            st.booleans(),  # a report (else a failure)
+            st.sampled_from(list(Verdict)),
+            st.integers(0, 10**15),  # records lost
+            st.one_of(st.none(), st.integers(-(10**13), 10**13)),  # earliest delete, ms
+            st.one_of(st.none(), st.floats(1, 10**7)),  # runway_warn_s
+            st.one_of(st.none(), st.integers(0, 10**13)),  # last success, ms
+            st.integers(0, 10**13),  # checked at, ms
+            st.floats(0, 10**4),  # duration
+        ),
+        max_size=4,
+    ),
+    interval_s=st.floats(0.001, 10**6),
+)
+def test_the_job_series_text_is_prometheus_clients_byte_for_byte(
+    tmp_path_factory: pytest.TempPathFactory,
+    jobs: dict[str, tuple[bool, Verdict, int, int | None, float | None, int | None, int, float]],
+    interval_s: float,
+) -> None:
+    conf = tmp_path_factory.mktemp("conf") / "conf.toml"
+    conf.write_text(CONF + '[job.a]\ncluster = "c"\ncheckpoint = "/chk/a"\n')
+    base = FleetWatch(conf).conf.jobs["a"]
+    checks = {}
+    for name, (reported, verdict, lost, delete, warn_s, success, at_ms, took) in jobs.items():
+        job = replace(base, name=name)
+        if reported:
+            finding = Finding(
+                "0",
+                TopicPartition("t", 0),
+                verdict,
+                5,
+                None,
+                OffsetRange(0, 9),
+                lost,
+                runway=Runway(delete, None, "retention.ms=1"),
+            )
+            report = ValidationReport(
+                "/chk",
+                "q",
+                3,
+                False,
+                Isolation.READ_UNCOMMITTED,
+                (finding,),
+                runway_at_ms=1_700_000_000_123,
+                runway_warn_s=warn_s,
+            )
+            result = JobResult(job, report=report)
+        else:
+            result = JobResult(job, failure=JobFailure.of(KafkaUnavailable("down")))
+        checks[name] = JobCheck(result, at_ms, took, success)
+    watch = _Watch(checks, interval_s)
+    collector = _Collector(watch)  # type: ignore[arg-type]
+    assert b"".join(collector.job_pieces()) == _job_reference(watch)
