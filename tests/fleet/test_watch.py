@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from recovery.errors import InvalidInput
-from recovery.fleet import in_shard
+from recovery.fleet import JobResult, in_shard
 from recovery.watch import FleetWatch, _Probe
 
 DEAD = '[cluster.dead]\nbootstrap_servers = "127.0.0.1:1"\ntimeout = "1s"\n'
@@ -123,6 +123,27 @@ def test_due_jobs_go_in_batches_and_the_most_overdue_batch_waits_for_room(tmp_pa
     del state.due["big"]
     sizes = [task.args[1] for task in watch._due(now)]
     assert sizes == [5_000, 5_000, 2_000]  # every small job, in three batches under the limit
+
+
+def test_a_job_recorded_due_sooner_than_the_kept_wake_time_is_started_when_due(tmp_path: Path) -> None:
+    # The scheduler keeps the next due time until work ends; a job of a batch still ending (its
+    # hold, its series) may be recorded due sooner than that time: it is started when due, not
+    # when its batch ends.
+    conf = tmp_path / "conf.toml"
+    conf.write_text(DEAD + job("slow", tmp_path) + job("fast", tmp_path) + 'interval = "1s"\n')
+    watch = FleetWatch(conf, interval_s=60, parallel=8)
+    state, now = watch._state, time.monotonic()
+    state.probes["dead"] = _Probe(at=now)
+    state.due = {"slow": now + 50, "fast": now - 1}
+    state.running = {"fast"}  # being checked: not waiting
+    assert watch._due(now) == [] and state.wake == (state.ended_work, now + 50)
+
+    watch._record(watch.conf.jobs["fast"], JobResult(watch.conf.jobs["fast"]), 0.1, None)
+    due = state.due["fast"]
+    assert due < now + 50 and state.ended_work == 0  # its batch has not ended yet
+    state.probes["dead"].at = due  # the cluster answered since: the job is checked, not probed
+    tasks = watch._due(due + 0.01)
+    assert [[j.name for j in task.args[0]] for task in tasks] == [["fast"]]
 
 
 def test_a_probe_that_fails_on_a_bug_is_said_and_its_jobs_are_checked_again(
