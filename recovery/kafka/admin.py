@@ -84,11 +84,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Partitions per ``list_offsets`` call. librdkafka's cost per call grows with the square of its
-# partitions (measured with librdkafka 2.x: 2,000 partitions take ~25 ms of CPU to submit and
-# ~100 ms more until the answer; four calls of 500, sent together, ~10 ms and ~30 ms), so a
-# lookup of many partitions is split: one request per broker per 500 partitions, all in flight
-# at once (benchmarks/README.md).
+# Partitions per ``list_offsets`` call of topics not described (their leaders not known here).
+# librdkafka's cost per call grows with the square of its partitions (measured with librdkafka 2.x:
+# 2,000 partitions take ~25 ms of CPU to submit and ~100 ms more until the answer; four calls of
+# 500, sent together, ~10 ms and ~30 ms), so a lookup of many partitions is split, all in flight at
+# once (benchmarks/README.md).
 LIST_OFFSETS_CHUNK = 500
 # Partitions per call when they share a leader (as last described): one request a call. librdkafka
 # merges each answer into its call's result by a linear search (rd_kafka_ListOffsets_response_merge,
@@ -321,6 +321,7 @@ class KafkaAdmin:
             except KafkaException as exc:
                 if error_code(exc) in GONE:
                     found[name] = None
+                    self._leaders.pop(name, None)
                 elif is_transient(exc) and deadline.allows(attempt):
                     retry.append(name)
                 else:

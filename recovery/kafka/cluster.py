@@ -42,7 +42,7 @@ def cluster_view(
     from the view does not exist. Each topic is described once (its partitions and id come from
     the same answer): one Metadata request, then ListOffsets requests for the log starts and the
     ends (under read_committed also for the high watermarks, which a consistent answer needs),
-    one per broker per 500 partitions each, all sent together."""
+    one per 200 partitions of a leader each (recovery.kafka.admin), all sent together."""
     view, _, _ = _read_cluster(kafka, topics, isolation, {})
     return view
 
