@@ -274,11 +274,15 @@ def _partition_samples(name: str, report: ValidationReport, made: list[bytes] | 
     age: list[str] = []
     lag: list[str] = []
     at_ms = report.runway_at_ms
+    escaped: dict[str, str] = {}  # a job's partitions share a few topics
     for f in report.findings:
         timed = f.runway is not None and at_ms is not None
         if made is not None and not timed:
             continue
-        labels = f'partition="{f.tp.partition}",streaming_job="{job}",topic="{_escaped(f.tp.topic)}"'
+        topic = escaped.get(f.tp.topic)
+        if topic is None:
+            topic = escaped[f.tp.topic] = _escaped(f.tp.topic)
+        labels = f'partition="{f.tp.partition}",streaming_job="{job}",topic="{topic}"'
         if timed:
             assert f.runway is not None and at_ms is not None
             left = f.runway.left_ms(at_ms)

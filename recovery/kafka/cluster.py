@@ -257,11 +257,16 @@ class FirstOffsetCache:
         :meth:`still_true` once the cluster is read): those need not be asked with the others."""
         usable: dict[int, set[TopicPartition]] = {}
         with self._lock:
+            get = self._kept.get  # every partition of every stopped query, each round: lean
             for at_ms, tps in times.items():
-                for tp in tps:
-                    kept = self._kept.get((at_ms, tp))
-                    if kept is not None and (kept.offset is not None or kept.covered is not None):
-                        usable.setdefault(at_ms, set()).add(tp)
+                some = {
+                    tp
+                    for tp in tps
+                    if (kept := get((at_ms, tp))) is not None
+                    and (kept.offset is not None or kept.covered is not None)
+                }
+                if some:
+                    usable[at_ms] = some
         return usable
 
     def still_true(
@@ -271,17 +276,22 @@ class FirstOffsetCache:
         lookups to ask again (of partitions ``cluster`` has)."""
         true: dict[int, dict[TopicPartition, int | None]] = {}
         again: dict[int, set[TopicPartition]] = {}
+        logs = cluster.partitions
         with self._lock:
+            get, recent = self._kept.get, self._kept.move_to_end  # every partition, each round: lean
             for at_ms, tps in lookups.items():
+                held: dict[TopicPartition, int | None] = {}
                 for tp in tps:
-                    kept = self._kept.get((at_ms, tp))
-                    if tp not in cluster.partitions:
-                        self._kept.pop((at_ms, tp), None)
-                    elif kept is not None and _true_of(kept, tp, cluster):
-                        true.setdefault(at_ms, {})[tp] = kept.offset
-                        self._kept.move_to_end((at_ms, tp))
+                    key = (at_ms, tp)
+                    if tp not in logs:
+                        self._kept.pop(key, None)
+                    elif (kept := get(key)) is not None and _true_of(kept, tp, cluster):
+                        held[tp] = kept.offset
+                        recent(key)
                     else:
                         again.setdefault(at_ms, set()).add(tp)
+                if held:
+                    true[at_ms] = held
         return true, again
 
     def keep(

@@ -118,14 +118,15 @@ def runway_facts(
     if until is not None and until.stopped:  # the caller gave up: no more waiting
         return RunwayFacts(dict.fromkeys({tp.topic for tp, _ in wanted}, _STOPPED), stamps, {})
     retention = answer_retention()
-    sized = {
-        tp
-        for tp, _ in wanted
-        if isinstance(r := retention.get(tp.topic), TopicRetention)
+    by_size = {
+        topic
+        for topic, r in retention.items()
+        if isinstance(r, TopicRetention)
         and r.deletes
         and r.retention_bytes >= 0
         and not r.remote_storage  # the sizes would be the local segments' only: not estimated
     }
+    sized = {tp for tp, _ in wanted if tp.topic in by_size} if by_size else set()
     sizes: dict[TopicPartition, int | str] = {}
     if sized:
         sizes = partition_sizes(kafka, sized)
@@ -509,7 +510,8 @@ class RunwayReader:
                 )
             else:
                 facts = RunwayFacts(read.retention, stamps, read.sizes)
-        if self.cache is not None:  # those found there are kept already (lookup made them recent)
+        # those found in the cache are kept already (lookup made them recent)
+        if self.cache is not None and len(valid) < len(facts.stamps):
             self.cache.keep({k: v for k, v in facts.stamps.items() if k not in valid}, ids, self.isolation)
         return facts
 
