@@ -48,10 +48,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from recovery.cli.report.fleet import job_row, job_runway
+from recovery.cli.report.fleet import job_row
 from recovery.core.model import Verdict
+from recovery.core.runway import shortest
 from recovery.core.specs import iso_utc
-from recovery.fleet import JobVerdict
+from recovery.fleet import JobResult, JobVerdict
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -75,9 +76,49 @@ _STATES = sorted(_JOB_VERDICTS)  # a state set's samples, in the order prometheu
 
 
 class _Summary(NamedTuple):
+    """What the per-job series show of a check (scans of its report's partitions)."""
+
+    verdict: str
     needs_action: bool
     runway_s: float | None  # the shortest runway
     records_lost: int | None
+    soonest: Finding | None  # the partition with the least runway left
+
+    @classmethod
+    def of(cls, result: JobResult) -> _Summary:
+        """The summary of ``result``, its report's partitions scanned."""
+        report = result.report
+        at_ms = report.runway_at_ms if report is not None else None
+        found = shortest(report.findings, at_ms) if report is not None and at_ms is not None else None
+        return cls(
+            result.verdict,
+            result.needs_action,
+            found[1] / 1000 if found is not None else None,
+            result.records_lost,
+            found[0] if found is not None else None,
+        )
+
+    def again(self, before: JobResult, result: JobResult) -> _Summary | None:
+        """This summary (of ``before``) for ``result`` without a scan, when ``result`` is the same
+        judging given again (the very same findings, and the same report-wide facts that
+        ``JobResult.verdict`` and ``ValidationReport.needs_action`` read besides): the same verdict
+        and losses, and every runway counts down alike, so the same partition has the least left;
+        None when it is not."""
+        was, now = before.report, result.report
+        if (
+            was is None
+            or now is None
+            or before.failure is not None
+            or result.failure is not None
+            or was.findings is not now.findings
+            or (was.runway_at_ms is None) != (now.runway_at_ms is None)
+            or (was.issues, was.sink_warning, was.delta_at_risk)
+            != (now.issues, now.sink_warning, now.delta_at_risk)
+        ):
+            return None
+        runway, at_ms = self.soonest.runway if self.soonest is not None else None, now.runway_at_ms
+        left = runway.left_ms(at_ms) if runway is not None and at_ms is not None else None
+        return self._replace(runway_s=left / 1000 if left is not None else None)
 
 
 class _Collector:
@@ -98,13 +139,16 @@ class _Collector:
         kept = self._summaries.get(name)
         if kept is not None and kept[0] is check:
             return kept[1]
-        result = check.result
-        summary = _Summary(result.needs_action, job_runway(result.report)["runway_s"], result.records_lost)
+        # a stopped job's judging mostly holds from check to check (validate._Judged): scans of its
+        # 100 partitions at each check were a twentieth of the service's CPU at 1,000 jobs
+        summary = kept[1].again(kept[0].result, check.result) if kept is not None else None
+        if summary is None:
+            summary = _Summary.of(check.result)
         self._summaries[name] = (check, summary)
         return summary
 
     def job_pieces(self) -> list[bytes]:
-        """The per-job families (:data:`_JOB_FAMILIES`), each its HELP and TYPE then one sample a job
+        """The per-job families (:func:`_job_families`), each its HELP and TYPE then one sample a job
         (the state set: one a verdict), written as prometheus_client's ``generate_latest`` writes
         them, without its per-sample objects: at 1,000 jobs they were ~20,000 samples a scrape and
         half a second of CPU; tests/fleet/test_serve_text.py checks the two give the same bytes."""
@@ -115,13 +159,13 @@ class _Collector:
         conf = self.watch.conf
         for gone in [name for name in list(self._summaries) if name not in checks]:  # scrapes run at once
             self._summaries.pop(gone, None)
-        lines: list[list[str]] = [[] for _ in _JOB_FAMILIES]
+        lines: list[list[str]] = [[] for _ in self._headers]
         verdict, needs, lost, runway, warn, success, last, duration, every = lines
         for name, check in sorted(checks.items()):
             job = f'streaming_job="{_escaped(name)}"'
             result = check.result
             summary = self._summary(name, check)
-            said = result.verdict
+            said = summary.verdict
             verdict.extend(
                 f'stream_recovery_job_verdict{{stream_recovery_job_verdict="{_escaped(v)}",{job}}} '
                 f"{'1.0' if v == said else '0.0'}\n"
@@ -222,8 +266,6 @@ def _job_families() -> list[Metric]:
     ]
 
 
-_JOB_FAMILIES = tuple(family.name for family in _job_families())
-
 _PART = ("streaming_job", "topic", "partition")
 # name, help, labels: the per-partition series (module docstring), one set per job and check
 _PARTITION_FAMILIES = (
@@ -266,6 +308,13 @@ def _partition_samples(name: str, report: ValidationReport, made: list[bytes] | 
     from prometheus_client.utils import floatToGoString
 
     number: Callable[[float], str] = floatToGoString  # untyped in prometheus_client
+
+    def seconds(ms: int) -> str:
+        # floatToGoString returns the repr of any finite value under 10**6 (its own spelling only
+        # beyond: exponents, infinities): these are written at each check of each partition
+        value = ms / 1000
+        return repr(value) if -1e300 < value < 1e6 else number(value)
+
     job = _escaped(name)
     verdict: list[str] = []
     lost: list[str] = []
@@ -288,10 +337,10 @@ def _partition_samples(name: str, report: ValidationReport, made: list[bytes] | 
             left = f.runway.left_ms(at_ms)
             old = f.runway.age_ms(at_ms)
             if left is not None:
-                runway.append(f"stream_recovery_partition_runway_seconds{{{labels}}} {number(left / 1000)}\n")
+                runway.append(f"stream_recovery_partition_runway_seconds{{{labels}}} {seconds(left)}\n")
             if old is not None:
                 age.append(
-                    f"stream_recovery_partition_oldest_unread_age_seconds{{{labels}}} {number(old / 1000)}\n"
+                    f"stream_recovery_partition_oldest_unread_age_seconds{{{labels}}} {seconds(old)}\n"
                 )
         if made is not None:
             continue

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -32,6 +33,7 @@ from recovery.core.model import (
     TopicPartition,
     Verdict,
 )
+from recovery.core.restart import Issue, Level
 from recovery.core.results import ValidationReport
 from recovery.errors import KafkaUnavailable
 from recovery.fleet import JobFailure, JobResult
@@ -219,6 +221,7 @@ def _job_reference(watch: _Watch) -> bytes:
             st.sampled_from(list(Verdict)),
             st.integers(0, 10**15),  # records lost
             st.one_of(st.none(), st.integers(-(10**13), 10**13)),  # earliest delete, ms
+            st.one_of(st.none(), st.integers(-(10**13), 10**13)),  # another partition's
             st.one_of(st.none(), st.floats(1, 10**7)),  # runway_warn_s
             st.one_of(st.none(), st.integers(0, 10**13)),  # last success, ms
             st.integers(0, 10**13),  # checked at, ms
@@ -230,25 +233,28 @@ def _job_reference(watch: _Watch) -> bytes:
 )
 def test_the_job_series_text_is_prometheus_clients_byte_for_byte(
     tmp_path_factory: pytest.TempPathFactory,
-    jobs: dict[str, tuple[bool, Verdict, int, int | None, float | None, int | None, int, float]],
+    jobs: dict[str, tuple[bool, Verdict, int, int | None, int | None, float | None, int | None, int, float]],
     interval_s: float,
 ) -> None:
     conf = tmp_path_factory.mktemp("conf") / "conf.toml"
     conf.write_text(CONF + '[job.a]\ncluster = "c"\ncheckpoint = "/chk/a"\n')
     base = FleetWatch(conf).conf.jobs["a"]
     checks = {}
-    for name, (reported, verdict, lost, delete, warn_s, success, at_ms, took) in jobs.items():
+    for name, (reported, verdict, lost, delete, other, warn_s, success, at_ms, took) in jobs.items():
         job = replace(base, name=name)
         if reported:
-            finding = Finding(
-                "0",
-                TopicPartition("t", 0),
-                verdict,
-                5,
-                None,
-                OffsetRange(0, 9),
-                lost,
-                runway=Runway(delete, None, "retention.ms=1"),
+            findings = tuple(
+                Finding(
+                    "0",
+                    TopicPartition("t", p),
+                    verdict if p == 0 else Verdict.OK,
+                    5,
+                    None,
+                    OffsetRange(0, 9),
+                    lost if p == 0 else 0,
+                    runway=Runway(at, None, "retention.ms=1"),
+                )
+                for p, at in enumerate((delete, other))
             )
             report = ValidationReport(
                 "/chk",
@@ -256,7 +262,7 @@ def test_the_job_series_text_is_prometheus_clients_byte_for_byte(
                 3,
                 False,
                 Isolation.READ_UNCOMMITTED,
-                (finding,),
+                findings,
                 runway_at_ms=1_700_000_000_123,
                 runway_warn_s=warn_s,
             )
@@ -267,3 +273,41 @@ def test_the_job_series_text_is_prometheus_clients_byte_for_byte(
     watch = _Watch(checks, interval_s)
     collector = _Collector(watch)  # type: ignore[arg-type]
     assert b"".join(collector.job_pieces()) == _job_reference(watch)
+    # each judging given again a minute later (the same findings): its runway counted down, and
+    # no partition scanned for it
+    for name, c in checks.items():
+        report = c.result.report
+        if report is not None:
+            later = replace(report, runway_at_ms=1_700_000_061_456)
+            checks[name] = replace(
+                c, result=replace(c.result, report=later), checked_at_ms=c.checked_at_ms + 1
+            )
+    with mock.patch("recovery.cli.serve.shortest", side_effect=AssertionError("scanned again")):
+        text = b"".join(collector.job_pieces())
+    assert text == _job_reference(watch)
+
+
+def test_a_judging_given_again_with_other_report_facts_is_summed_up_anew(tmp_path: Path) -> None:
+    conf = tmp_path / "conf.toml"
+    conf.write_text(CONF + '[job.a]\ncluster = "c"\ncheckpoint = "/chk/a"\n')
+    conf_job = FleetWatch(conf).conf.jobs["a"]
+    findings = tuple(
+        Finding("0", TopicPartition("t", p), Verdict.OK, 5, None, OffsetRange(0, 9), runway=runway)
+        for p, runway in enumerate(
+            (Runway(1_700_000_900_000, None, "retention.ms=1"), Runway(1_700_000_500_000, None, "r"))
+        )
+    )
+    report = ValidationReport(
+        "/chk", "q", 3, False, Isolation.READ_UNCOMMITTED, findings, runway_at_ms=1_700_000_000_000
+    )
+    watch = _Watch({"a": JobCheck(JobResult(conf_job, report=report), 1_000, 0.1, 1_000)}, 60.0)
+    collector = _Collector(watch)  # type: ignore[arg-type]
+    assert b"".join(collector.job_pieces()) == _job_reference(watch)
+    for later in (
+        replace(report, sink_warning="the sink would skip batch 4"),  # the verdict changes
+        replace(report, issues=(Issue(Level.ERROR, "offsets/3 is torn"),)),  # so does needs_action
+        replace(report, runway_at_ms=None),  # no runway read: none shown
+        replace(report, runway_at_ms=1_700_000_600_000),  # the same partition, its runway gone
+    ):
+        watch.checks["a"] = JobCheck(JobResult(conf_job, report=later), 2_000, 0.1, 2_000)
+        assert b"".join(collector.job_pieces()) == _job_reference(watch)
