@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import NamedTuple
 
-from recovery.core.model import ClusterView, Isolation, NoMatch, TopicPartition, TopicSelection
+from recovery.core.model import ClusterView, Isolation, NoMatch, OffsetRange, TopicPartition, TopicSelection
 from recovery.core.specs import TimeKind, TimeSpec
 from recovery.errors import NoOffsetForTime
 from recovery.kafka._retry import Deadline
@@ -88,6 +88,7 @@ def _read_cluster(
     names = set(topics)
     kept = known.fresh(names, named) if known is not None else {}
     infos, ranges, found = _described_and_read(kafka, names - set(kept), kept, isolation, times)
+    held: dict[TopicPartition, OffsetRange] | None = None  # the ranges, as the cache gives them
     if known is not None:
         # a kept description whose topic's offsets went back may be another topic's now: read anew
         changed = known.changed(kept, ranges)
@@ -105,11 +106,11 @@ def _read_cluster(
                 for at_ms in {*found, *more_found}
             }
             kept = {name: info for name, info in kept.items() if name not in changed}
-        known.keep({name: infos.get(name) for name in names if name not in kept}, ranges)
+        held = known.keep({name: infos.get(name) for name in names if name not in kept}, ranges)
     rows = [row for row in ranges.values() if isinstance(row, PartitionOffsets)]
     # A broker without topic ids (KIP-516) answers the zero UUID: unknown, never recorded or compared.
     ids = {name: info.topic_id for name, info in sorted(infos.items()) if info.topic_id != ZERO_TOPIC_ID}
-    view = ClusterView({row.tp: row.range for row in rows}, ids)
+    view = ClusterView(held if held is not None else {row.tp: row.range for row in rows}, ids)
     return view, {row.tp: row.high_watermark for row in rows}, found
 
 
@@ -360,8 +361,8 @@ class TopicCache:
     ) -> None:
         self.max_age_s, self.size, self.clock = max_age_s, size, clock
         self._lock = threading.Lock()
-        # topic -> (its description, when made, each partition's (log start, high watermark) last read)
-        self._kept: OrderedDict[str, tuple[TopicInfo, float, dict[int, tuple[int, int]]]] = OrderedDict()
+        # topic -> (its description, when made, each partition's offsets last read)
+        self._kept: OrderedDict[str, tuple[TopicInfo, float, dict[int, _Read]]] = OrderedDict()
 
     def fresh(self, names: Iterable[str], named: Iterable[TopicPartition] = ()) -> dict[str, TopicInfo]:
         """The descriptions kept of ``names`` that are younger than ``max_age_s`` and have each
@@ -383,26 +384,48 @@ class TopicCache:
         """The topics of ``used`` (kept descriptions) whose offsets read now (``ranges``) say they
         may have changed since described."""
         changed: set[str] = set()
+        topic, before = None, None  # a topic's partitions come together: looked up once
         with self._lock:
             for tp, row in ranges.items():
-                if tp.topic not in used or tp.topic in changed:
+                if tp.topic != topic:
+                    topic, before = tp.topic, None
+                    if topic in used and topic not in changed:
+                        kept = self._kept.get(topic)
+                        before = kept[2] if kept is not None else {}
+                if before is None or topic in changed:
                     continue
-                kept = self._kept.get(tp.topic)
-                before = kept[2].get(tp.partition) if kept is not None else None
-                if not isinstance(row, PartitionOffsets) or _went_back(row, before):
-                    changed.add(tp.topic)
+                if not isinstance(row, PartitionOffsets) or _went_back(row, before.get(tp.partition)):
+                    changed.add(topic)
         return changed
 
     def keep(
         self, described: Mapping[str, TopicInfo | None], ranges: Mapping[TopicPartition, object]
-    ) -> None:
+    ) -> dict[TopicPartition, OffsetRange]:
         """Keep the descriptions made now (``described``; None: no such topic, none kept), and every
-        topic's offsets read now."""
+        topic's offsets read now. Returns the range of each partition read (in the order of
+        ``ranges``): where it is the one kept from the round before, that very object, so that a
+        judging given again finds its cluster equal by identity (a partition not kept, or last
+        read under the other isolation level, gets a new one)."""
         now = self.clock()
-        read: dict[str, dict[int, tuple[int, int]]] = {}
+        with self._lock:  # the offsets kept: each topic's dict is replaced, never changed
+            kept = {topic: k[2] for topic in {tp.topic for tp in ranges} if (k := self._kept.get(topic))}
+        out: dict[TopicPartition, OffsetRange] = {}
+        read: dict[str, dict[int, _Read]] = {}
+        topic, before, offsets = None, None, None
         for tp, row in ranges.items():
-            if isinstance(row, PartitionOffsets):
-                read.setdefault(tp.topic, {})[tp.partition] = (row.log_start, row.high_watermark)
+            if not isinstance(row, PartitionOffsets):
+                continue
+            if tp.topic != topic:  # a topic's partitions come together: looked up once
+                topic = tp.topic
+                before, offsets = kept.get(topic, {}), read.setdefault(topic, {})
+            assert before is not None and offsets is not None
+            was = before.get(tp.partition)
+            if was is not None and was.range.start == row.log_start and was.range.end == row.end:
+                held = was.range
+            else:
+                held = OffsetRange(row.log_start, row.end)
+            offsets[tp.partition] = _Read(row.log_start, row.high_watermark, held)
+            out[tp] = held
         with self._lock:
             for name, info in described.items():
                 if info is None:
@@ -410,15 +433,26 @@ class TopicCache:
                 else:
                     self._kept[name] = (info, now, {})
             for name, offsets in read.items():
-                if (kept := self._kept.get(name)) is not None:
-                    self._kept[name] = (kept[0], kept[1], offsets)
+                if (k := self._kept.get(name)) is not None:
+                    self._kept[name] = (k[0], k[1], offsets)
                     self._kept.move_to_end(name)
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
+        return out
 
 
-def _went_back(row: PartitionOffsets, before: tuple[int, int] | None) -> bool:
-    return before is not None and (row.log_start < before[0] or row.high_watermark < before[1])
+class _Read(NamedTuple):
+    """A partition's offsets as last read (TopicCache)."""
+
+    log_start: int
+    high_watermark: int
+    range: OffsetRange  # the view's: log start up to the end a reader sees
+
+
+def _went_back(row: PartitionOffsets, before: _Read | None) -> bool:
+    return before is not None and (
+        row.log_start < before.log_start or row.high_watermark < before.high_watermark
+    )
 
 
 class ClusterMemory:
