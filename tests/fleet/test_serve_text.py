@@ -8,7 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -23,6 +22,7 @@ from recovery.cli.serve import (
     _job_families,
     _partition_samples,
     _PartitionText,
+    _Summary,
 )
 from recovery.core.model import (
     COULD_NOT_READ,
@@ -273,18 +273,15 @@ def test_the_job_series_text_is_prometheus_clients_byte_for_byte(
     watch = _Watch(checks, interval_s)
     collector = _Collector(watch)  # type: ignore[arg-type]
     assert b"".join(collector.job_pieces()) == _job_reference(watch)
-    # each judging given again a minute later (the same findings): its runway counted down, and
-    # no partition scanned for it
+    # each judging given again a minute later (the same findings): its summary is the one before,
+    # its runway counted down (no scan), and equals a summary made anew
     for name, c in checks.items():
         report = c.result.report
         if report is not None:
-            later = replace(report, runway_at_ms=1_700_000_061_456)
-            checks[name] = replace(
-                c, result=replace(c.result, report=later), checked_at_ms=c.checked_at_ms + 1
-            )
-    with mock.patch("recovery.cli.serve.shortest", side_effect=AssertionError("scanned again")):
-        text = b"".join(collector.job_pieces())
-    assert text == _job_reference(watch)
+            later = replace(c.result, report=replace(report, runway_at_ms=1_700_000_061_456))
+            assert _Summary.of(c.result).again(c.result, later) == _Summary.of(later)
+            checks[name] = replace(c, result=later, checked_at_ms=c.checked_at_ms + 1)
+    assert b"".join(collector.job_pieces()) == _job_reference(watch)
 
 
 def test_a_judging_given_again_with_other_report_facts_is_summed_up_anew(tmp_path: Path) -> None:
