@@ -424,7 +424,7 @@ class TopicCache:
                 held = was.range
             else:
                 held = OffsetRange(row.log_start, row.end)
-            offsets[tp.partition] = _Read(row.log_start, row.high_watermark, held)
+            offsets[tp.partition] = _Read(row.high_watermark, held)
             out[tp] = held
         with self._lock:
             for name, info in described.items():
@@ -444,14 +444,13 @@ class TopicCache:
 class _Read(NamedTuple):
     """A partition's offsets as last read (TopicCache)."""
 
-    log_start: int
     high_watermark: int
     range: OffsetRange  # the view's: log start up to the end a reader sees
 
 
 def _went_back(row: PartitionOffsets, before: _Read | None) -> bool:
     return before is not None and (
-        row.log_start < before.log_start or row.high_watermark < before.high_watermark
+        row.log_start < before.range.start or row.high_watermark < before.high_watermark
     )
 
 
